@@ -1,0 +1,12 @@
+# Source this file (bash) to use the environment `make env` built: the venv, the built interface
+# package and the ROS 2 settings the tests and the demo use.
+_RD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$_RD_ROOT/.venv/bin/activate"
+if [ -z "${ROS_DISTRO:-}" ]; then
+    export AMENT_PREFIX_PATH="$_RD_ROOT/.venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+fi
+# shellcheck disable=SC1091
+source "$_RD_ROOT/.venv/ros_install/local_setup.bash"
+export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+unset _RD_ROOT

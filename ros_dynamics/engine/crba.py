@@ -1,0 +1,85 @@
+"""Joint-space mass matrix (composite-rigid-body algorithm) and Coriolis matrix.
+
+World-coordinate formulation: with ``I_b`` the 6x6 spatial inertia of body b in world and
+``Ic_k`` the composite inertia of everything joint k moves,
+``M[j, k] = S_j . Ic_k S_k`` for j an ancestor of (or equal to) k, mirrored for the other triangle,
+zero between joints on different branches. The full symmetric matrix is returned; rotor inertia
+is added on the diagonal.
+
+The Coriolis matrix is the Christoffel-symbol factorisation
+``C = sum_b J_b^T (I_b Jdot_b + B_b J_b)``
+with ``B(v) = 1/2 (v x* I - I v x + (I v) x-bar)``, ``(h x-bar) u = u x* h`` (Echeandia and Wensing,
+2021; the form Pinocchio's ``computeCoriolisMatrix`` implements), grouped per joint pair with the
+composite quantities.
+"""
+import numpy as np
+
+from .rnea import world_inertias
+from .rotations import skew
+from .spatial import force_cross_matrix, motion_cross_matrix, spatial_inertia
+
+
+def world_spatial_inertias(model, state):
+    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6)."""
+    mass, com, inertia = world_inertias(model, state)
+    return spatial_inertia(mass, com, inertia)
+
+
+def _composite(model, per_body):
+    """Sum of per-body 6x6 matrices over each joint's subtree: (..., n_moving, 6, 6)."""
+    shape = per_body.shape
+    flat = per_body.reshape(shape[:-2] + (36,))
+    return model.subtree_sum(flat).reshape(shape[:-3] + (model.n_moving, 6, 6))
+
+
+def _ancestors(model):
+    """anc[j, k] = 1 when moving joint j is k or one of k's ancestors."""
+    return model.joint_moves_body[1:].T
+
+
+def mass_matrix(model, state):
+    """``M(q)`` (..., nq, nq), full, symmetric, rotor inertia included."""
+    Ic = _composite(model, world_spatial_inertias(model, state))
+    S = state.S_world
+    F = (Ic @ S[..., None])[..., 0]                       # Ic_k S_k
+    P = S @ np.swapaxes(F, -1, -2)                        # P[j, k] = S_j . Ic_k S_k
+    upper = P * _ancestors(model)
+    M = upper + np.swapaxes(upper, -1, -2) - P * np.eye(model.n_moving)
+    if model.has_mimic:
+        G = model.mimic_matrix
+        M = G.T @ M @ G
+        M = 0.5 * (M + np.swapaxes(M, -1, -2))     # exactly symmetric despite rounding
+    return M + np.diag(model.dynamics.rotor_inertia)
+
+
+def coriolis_matrix(model, state):
+    """``C(q, qd)`` (..., nq, nq) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
+    I_b = world_spatial_inertias(model, state)
+    V = state.V_world_body
+    h = (I_b @ V[..., None])[..., 0]
+    B = 0.5 * (force_cross_matrix(V) @ I_b - I_b @ motion_cross_matrix(V) + _bar(h))
+    Ic = _composite(model, I_b)
+    Bc = _composite(model, B)
+    S, Sd = state.S_world, state.S_dot_world
+    Z1 = (Ic @ S[..., None])[..., 0]
+    Z2 = (np.swapaxes(Bc, -1, -2) @ S[..., None])[..., 0]
+    Y = (Ic @ Sd[..., None])[..., 0] + (Bc @ S[..., None])[..., 0]
+    ST = np.swapaxes(S, -1, -2)
+    near = Z1 @ np.swapaxes(Sd, -1, -2) + Z2 @ ST           # j ancestor-or-self of k: [k, j]
+    far = S @ np.swapaxes(Y, -1, -2)                        # k strict ancestor of j: [k, j]
+    anc = _ancestors(model)
+    C = near * anc.T + far * (anc - np.eye(model.n_moving))
+    if model.has_mimic:
+        G = model.mimic_matrix
+        C = G.T @ C @ G
+    return C
+
+
+def _bar(h):
+    """Matrix of ``u -> u x* h`` for force vectors h (..., 6): ``[[0, -[f]x], [-[f]x, -[n]x]]``."""
+    out = np.zeros(h.shape[:-1] + (6, 6))
+    F = skew(h[..., :3])
+    out[..., :3, 3:] = -F
+    out[..., 3:, :3] = -F
+    out[..., 3:, 3:] = -skew(h[..., 3:])
+    return out

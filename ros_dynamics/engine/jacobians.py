@@ -1,0 +1,115 @@
+"""Frame Jacobians in the three conventions, their time derivatives and frame motion.
+
+``J`` (..., 6, nq) maps joint velocities to a frame's motion 6-vector ``[linear; angular]``:
+``'world'`` gives the spatial velocity (at the world origin, world axes),
+``'local_world_aligned'`` the velocity of the frame origin (or of a point fixed in the frame) and
+the angular velocity, in world axes, and ``'local'`` the same in the frame's axes
+(see :mod:`ros_dynamics.engine.kinematics`). Columns of mimic joints' leaders collect the mimic
+joints' motion times their multipliers.
+
+:func:`jacobian_time_derivative` is the exact time derivative of the matrix in the chosen
+convention, so ``d/dt (J qd) = J qdd + Jdot qd``: with ``'local_world_aligned'`` that is the
+classical acceleration ``[p''; w']``, with ``'local'`` and ``'world'`` the spatial acceleration in
+those axes.
+"""
+import numpy as np
+
+from .exceptions import InvalidInputError
+from .kinematics import check_convention
+from .rotations import skew
+
+
+def _world_joint_jacobian(state, body):
+    """Spatial Jacobian of a body in world over the moving joints, (..., 6, n_moving)."""
+    m = state.model
+    return np.swapaxes(state.S_world * m.joint_moves_body[body][:, None], -1, -2)
+
+
+def _lwa_from_world(J_world, p):
+    """Shift spatial columns from the world origin to the point p: v_p = v_O - p x w."""
+    linear = J_world[..., :3, :] - skew(p) @ J_world[..., 3:, :]
+    return np.concatenate([linear, J_world[..., 3:, :]], axis=-2)
+
+
+def _rotate_rows(R_T, J):
+    """Express both halves of 6-row blocks in other axes: ``R_T`` (..., 3, 3) applied to each."""
+    return np.concatenate([R_T @ J[..., :3, :], R_T @ J[..., 3:, :]], axis=-2)
+
+
+def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None):
+    """Geometric Jacobian (..., 6, nq) of ``frame`` (or of ``point`` fixed in it, frame coords)."""
+    check_convention(expressed_in)
+    m = state.model
+    f = m.frame_index(frame)
+    J = _world_joint_jacobian(state, m.frame_body[f])
+    if expressed_in != 'world':
+        T, p = state.point_motion(f, point)[:2]
+        J = _lwa_from_world(J, p)
+        if expressed_in == 'local':
+            J = _rotate_rows(np.swapaxes(T[..., :3, :3], -1, -2), J)
+    return m.to_independent_columns(J)
+
+
+def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', point=None):
+    """Time derivative (..., 6, nq) of :func:`frame_jacobian` along (q, qd); state needs qd."""
+    check_convention(expressed_in)
+    m = state.model
+    f = m.frame_index(frame)
+    b = m.frame_body[f]
+    moves = m.joint_moves_body[b][:, None]
+    J = np.swapaxes(state.S_world * moves, -1, -2)
+    Jdot = np.swapaxes(state.S_dot_world * moves, -1, -2)
+    if expressed_in != 'world':
+        T, p, v_p, w = state.point_motion(f, point)[:4]
+        J_lwa = _lwa_from_world(J, p)
+        # d/dt [[E, -[p]x], [0, E]] = [[0, -[p']x], [0, 0]]
+        Jdot = _lwa_from_world(Jdot, p)
+        Jdot[..., :3, :] -= skew(v_p) @ J[..., 3:, :]
+        if expressed_in == 'local':
+            R_T = np.swapaxes(T[..., :3, :3], -1, -2)
+            # d/dt R^T = -R^T [w]x
+            W = skew(w)
+            Jdot = _rotate_rows(R_T, Jdot - np.concatenate(
+                [W @ J_lwa[..., :3, :], W @ J_lwa[..., 3:, :]], axis=-2))
+    return m.to_independent_columns(Jdot)
+
+
+def frame_velocity(state, frame, expressed_in='local_world_aligned', point=None):
+    """Twist (..., 6) of a frame in the chosen convention; state needs qd."""
+    check_convention(expressed_in)
+    T, p, v_p, w = state.point_motion(frame, point)[:4]
+    if expressed_in == 'world':
+        V = state.V_world_body[..., state.model.frame_body[state.model.frame_index(frame)], :]
+        return V.copy()
+    if expressed_in == 'local':
+        R_T = np.swapaxes(T[..., :3, :3], -1, -2)
+        v_p, w = (R_T @ v_p[..., None])[..., 0], (R_T @ w[..., None])[..., 0]
+    return np.concatenate([v_p, w], axis=-1)
+
+
+def frame_acceleration(state, frame, expressed_in='local_world_aligned', point=None,
+                       kind='classical'):
+    """Acceleration (..., 6) of a frame; state needs qd and qdd.
+
+    ``kind='classical'``: the linear part is the second derivative of the point's position
+    (``'world'``: of the body point at the world origin); ``kind='spatial'``: the derivative of
+    the spatial velocity in that convention (Pinocchio's ``getFrameAcceleration``).
+    """
+    check_convention(expressed_in)
+    if kind not in ('classical', 'spatial'):
+        raise InvalidInputError(f"kind: expected 'classical' or 'spatial', got {kind!r}")
+    m = state.model
+    f = m.frame_index(frame)
+    T, p, v_p, w, a_p, w_dot = state.point_motion(f, point)
+    if expressed_in == 'world':
+        V = state.V_world_body[..., m.frame_body[f], :]
+        A = state.A_world_body[..., m.frame_body[f], :].copy()
+        if kind == 'classical':
+            A[..., :3] += np.cross(V[..., 3:], V[..., :3])
+        return A
+    if kind == 'spatial':
+        a_p = a_p - np.cross(w, v_p)
+    if expressed_in == 'local':
+        R_T = np.swapaxes(T[..., :3, :3], -1, -2)
+        a_p, w_dot = (R_T @ a_p[..., None])[..., 0], (R_T @ w_dot[..., None])[..., 0]
+    return np.concatenate([a_p, w_dot], axis=-1)

@@ -1,0 +1,214 @@
+"""Forward kinematics: placements, velocities and accelerations of every body and frame.
+
+One call of :func:`forward_kinematics` computes a :class:`KinematicState` -- the pose of every
+body for ``q`` (and, when given, their spatial velocities and accelerations for ``qd``, ``qdd``).
+Every other quantity (frame poses, Jacobians, dynamics) reads from it, so a node computes one pass
+per joint state and derives all of its outputs from it.
+
+Internally motions are *spatial* (Featherstone): 6-vectors ``[v_O; w]`` in world axes at the world
+origin O, ``v_O`` being the velocity of the body point that is at O. Results are converted for
+the user to one of three conventions (Pinocchio's), ``expressed_in``:
+
+* ``'world'``: that spatial vector itself;
+* ``'local_world_aligned'``: ``[v_p; w]`` with ``v_p`` the velocity of the frame origin (or of
+  the given point), in world axes (the default: what "end-effector velocity" usually means);
+* ``'local'``: ``[R^T v_p; R^T w]``, the same in the frame's own axes.
+
+All arrays take a leading batch dimension: ``q`` of shape ``(..., nq)`` gives results of shape
+``(..., ...)``.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .exceptions import InvalidInputError, ShapeError
+from .spatial import cross_motion
+
+CONVENTIONS = ('world', 'local_world_aligned', 'local')
+
+
+def check_convention(expressed_in):
+    """Raise :class:`InvalidInputError` unless ``expressed_in`` is one of :data:`CONVENTIONS`."""
+    if expressed_in not in CONVENTIONS:
+        raise InvalidInputError(f'expressed_in: expected one of {CONVENTIONS}, got '
+                                f'{expressed_in!r}')
+
+
+def as_joint_vector(model, x, name, batch_shape=None):
+    """``x`` as a finite float array of shape ``(..., nq)``; :class:`ShapeError` otherwise."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0 or x.shape[-1] != model.nq:
+        got = x.shape[-1] if x.ndim else 'a scalar'
+        raise ShapeError(f'{name}: expected {model.nq} values (one per joint of '
+                         f'{list(model.joint_names)}), got {got} (shape {x.shape})')
+    if batch_shape is not None and x.shape[:-1] != batch_shape:
+        try:
+            x = np.broadcast_to(x, batch_shape + (model.nq,))
+        except ValueError:
+            raise ShapeError(f'{name}: batch shape {x.shape[:-1]} does not match q\'s '
+                             f'{batch_shape}') from None
+    if not np.all(np.isfinite(x)):
+        shown = x.tolist() if x.size < 50 else 'NaN/Inf entries'
+        raise InvalidInputError(f'{name}: expected finite values, got {shown}')
+    return x
+
+
+class KinematicState:
+    """Result of one forward-kinematics pass at ``q`` (and optionally ``qd``, ``qdd``).
+
+    Attributes (``...`` is the batch shape of ``q``):
+      q (..., nq); q_joint (..., n_moving), the positions of every moving joint, mimics included;
+      T_world_body (..., n_bodies, 4, 4), the pose of every body (body 0 = the fixed base);
+      S_world (..., n_moving, 6), each moving joint's unit motion as a spatial vector in world.
+    With qd: V_world_body (..., n_bodies, 6) spatial velocities; with qd and qdd:
+    A_world_body (..., n_bodies, 6) spatial accelerations (gravity not included).
+    """
+
+    def __init__(self, model, q, qd=None, qdd=None):
+        q = as_joint_vector(model, q, 'q')
+        self.model = model
+        self.q = q
+        self.batch_shape = q.shape[:-1]
+        self.q_joint = model.joint_positions(q)
+        self.T_world_body = _body_poses(model, self.q_joint)
+        self._S_world = None
+        self.qd = self.qd_joint = self.V_world_body = None
+        self.qdd = self.qdd_joint = self.A_world_body = None
+        if qd is not None:
+            self.qd = as_joint_vector(model, qd, 'qd', self.batch_shape)
+            self.qd_joint = model.joint_velocities(self.qd)
+            self.V_world_body = model.path_sum(self.S_world * self.qd_joint[..., None])
+        if qdd is not None:
+            if qd is None:
+                raise InvalidInputError('qdd given without qd')
+            self.qdd = as_joint_vector(model, qdd, 'qdd', self.batch_shape)
+            self.qdd_joint = model.joint_velocities(self.qdd)
+            self.A_world_body = model.path_sum(
+                self.S_world * self.qdd_joint[..., None]
+                + self.S_dot_world * self.qd_joint[..., None])
+
+    @property
+    def S_world(self):
+        """Unit motion of each moving joint, spatial in world, (..., n_moving, 6)."""
+        if self._S_world is None:
+            m = self.model
+            T = self.T_world_body[..., 1:, :, :]
+            z = np.einsum('...ij,...j->...i', T[..., :3, :3], m.joint_axis)
+            p = T[..., :3, 3]
+            linear = np.where(m.joint_revolute[:, None], np.cross(p, z), z)
+            angular = np.where(m.joint_revolute[:, None], z, 0.0)
+            self._S_world = np.concatenate([linear, angular], axis=-1)
+        return self._S_world
+
+    @property
+    def S_dot_world(self):
+        """Time derivative of :attr:`S_world` (needs qd): ``v_body x S`` (..., n_moving, 6)."""
+        return cross_motion(self.V_world_body[..., 1:, :], self.S_world)
+
+    def frame_pose(self, frame):
+        """``T_world_frame`` (..., 4, 4) of a frame (name or index)."""
+        f = self.model.frame_index(frame)
+        return self.T_world_body[..., self.model.frame_body[f], :, :] @ \
+            self.model.frame_placement[f]
+
+    def frame_poses(self):
+        """Poses of every frame, (..., n_frames, 4, 4), in :attr:`RobotModel.frame_names` order."""
+        m = self.model
+        return self.T_world_body[..., m.frame_body, :, :] @ m.frame_placement
+
+    def point_motion(self, frame, point=None):
+        """Motion of a frame's origin (or of ``point``, fixed in the frame, in frame coordinates).
+
+        Returns ``(T_world_frame, p, v_p, w, a_p, w_dot)``: the frame pose, the point's world
+        position, velocity and classical acceleration, the angular velocity and acceleration,
+        all in world axes (``v_p``, ``w`` need qd; ``a_p``, ``w_dot`` need qdd; else None).
+        """
+        m = self.model
+        f = m.frame_index(frame)
+        b = m.frame_body[f]
+        T = self.frame_pose(f)
+        p = T[..., :3, 3]
+        if point is not None:
+            point = np.asarray(point, dtype=float)
+            if point.shape[-1:] != (3,):
+                raise ShapeError(f'point: expected 3 coordinates, got shape {point.shape}')
+            p = p + np.einsum('...ij,...j->...i', T[..., :3, :3], point)
+        v_p = w = a_p = w_dot = None
+        if self.V_world_body is not None:
+            V = self.V_world_body[..., b, :]
+            w = V[..., 3:]
+            v_p = V[..., :3] + np.cross(w, p)
+            if self.A_world_body is not None:
+                A = self.A_world_body[..., b, :]
+                w_dot = A[..., 3:]
+                a_p = A[..., :3] + np.cross(w_dot, p) + np.cross(w, v_p)
+        return T, p, v_p, w, a_p, w_dot
+
+
+def forward_kinematics(model, q, qd=None, qdd=None):
+    """One kinematics pass; see :class:`KinematicState`."""
+    return KinematicState(model, q, qd, qdd)
+
+
+def _body_poses(model, q_joint):
+    """``T_world_body`` (..., n_bodies, 4, 4) for the moving-joint positions ``q_joint``."""
+    batch = q_joint.shape[:-1]
+    s, c = np.sin(q_joint)[..., None, None], np.cos(q_joint)[..., None, None]
+    rev = model.joint_revolute[:, None, None]
+    # Joint motion: rotation about (Rodrigues) or translation along the unit axis.
+    R = np.where(rev, np.eye(3) + s * model.joint_axis_skew + (1.0 - c) * model.joint_axis_skew2,
+                 np.eye(3))
+    t = np.where(rev[..., 0], 0.0, model.joint_axis * q_joint[..., None])
+    motion = np.zeros(batch + (model.n_moving, 4, 4))
+    motion[..., :3, :3] = R
+    motion[..., :3, 3] = t
+    motion[..., 3, 3] = 1.0
+    local = model.joint_placement @ motion
+    T = np.empty(batch + (model.n_bodies, 4, 4))
+    T[..., 0, :, :] = np.eye(4)
+    for k, parent in enumerate(model.joint_parent_body):
+        np.matmul(T[..., parent, :, :], local[..., k, :, :], out=T[..., k + 1, :, :])
+    return T
+
+
+@dataclass(frozen=True)
+class RelativeMotion:
+    """Motion of frame I relative to frame J, seen from frame L, in the axes of frame K.
+
+    position (..., 3) [m]: from J's origin to I's origin. velocity, acceleration [m/s, m/s^2]:
+    first and second time derivatives of that vector as observed in the moving frame L.
+    angular_velocity (..., 3) [rad/s]: w_I - w_J. angular_acceleration [rad/s^2]: its time
+    derivative as observed in L. All expressed in K's axes.
+    """
+
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    angular_velocity: np.ndarray
+    angular_acceleration: np.ndarray
+
+
+def relative_motion(state, frame_i, frame_j, observer, expressed_in):
+    """:class:`RelativeMotion` of ``frame_i`` w.r.t. ``frame_j`` observed from ``observer`` (L),
+    expressed in ``expressed_in`` (K), from a state computed with q, qd and qdd.
+
+    Seen from a rotating frame L, derivatives pick up the transport terms:
+    ``v_L = r' - w_L x r`` and ``a_L = r'' - 2 w_L x v_L - w_L' x r - w_L x (w_L x r)``.
+    """
+    if state.A_world_body is None:
+        raise InvalidInputError('relative_motion needs q, qd and qdd')
+    _, p_i, v_i, w_i, a_i, wd_i = state.point_motion(frame_i)
+    _, p_j, v_j, w_j, a_j, wd_j = state.point_motion(frame_j)
+    _, _, _, w_l, _, wd_l = state.point_motion(observer)
+    R_k = state.frame_pose(expressed_in)[..., :3, :3]
+    r = p_i - p_j
+    v = (v_i - v_j) - np.cross(w_l, r)
+    a = (a_i - a_j) - 2.0 * np.cross(w_l, v) - np.cross(wd_l, r) \
+        - np.cross(w_l, np.cross(w_l, r))
+    w_rel = w_i - w_j
+    wd_rel = (wd_i - wd_j) - np.cross(w_l, w_rel)
+
+    def in_k(x):
+        return np.einsum('...ji,...j->...i', R_k, x)
+
+    return RelativeMotion(in_k(r), in_k(v), in_k(a), in_k(w_rel), in_k(wd_rel))

@@ -1,0 +1,177 @@
+"""Inverse dynamics by the recursive Newton-Euler algorithm, gravity, energy, center of mass.
+
+Formulated in world coordinates (spatial vectors at the world origin, world axes; Featherstone,
+*Rigid Body Dynamics Algorithms*, 2008, and Pinocchio's world-frame variants). In that form the
+forward recursion of velocities and accelerations and the backward recursion of forces are sums
+along the tree, so they run as matrix products over all bodies at once (``model.path_sum``,
+``model.subtree_sum``) and over any leading batch dimension:
+
+1. ``a_b = a_0 + sum_{k on path(b)} (S_k qdd_k + S_k' qd_k)``, with ``a_0 = [-g; 0]`` (gravity as a
+   fictitious upward acceleration of the base) and ``S_k' = v_k x S_k``;
+2. ``f_b = I_b a_b + v_b x* (I_b v_b) - f_ext,b`` with ``I_b`` the body's inertia in world;
+3. ``tau_k = S_k . sum_{b in subtree(k)} f_b``; mimic joints add ``multiplier * tau`` to their
+   leader; rotor inertia adds ``I_rotor qdd``.
+"""
+import numpy as np
+
+from .exceptions import InvalidInputError, ShapeError
+
+
+def world_inertias(model, state):
+    """Per body: mass (n_bodies,), world center of mass (..., n_bodies, 3) and world rotational
+    inertia about it (..., n_bodies, 3, 3), from the model's current dynamic parameters.
+    """
+    dyn = model.dynamics
+    T = state.T_world_body
+    R = T[..., :3, :3]
+    com = np.einsum('...ij,...j->...i', R, dyn.body_com) + T[..., :3, 3]
+    inertia = R @ dyn.body_inertia @ np.swapaxes(R, -1, -2)
+    return dyn.body_mass, com, inertia
+
+
+def apply_inertia(mass, com, inertia, motion):
+    """Spatial inertia times a motion vector, from (mass, world com, world inertia about com):
+    ``[m (v + w x c); c x m (v + w x c) + I_c w]`` (..., n_bodies, 6).
+    """
+    v, w = motion[..., :3], motion[..., 3:]
+    linear = mass[:, None] * (v + np.cross(w, com))
+    angular = np.cross(com, linear) + np.einsum('...ij,...j->...i', inertia, w)
+    return np.concatenate([linear, angular], axis=-1)
+
+
+def gravity_acceleration(model):
+    """Spatial acceleration ``[-g; 0]`` the base is given to account for gravity."""
+    return np.concatenate([-model.dynamics.gravity, np.zeros(3)])
+
+
+def external_body_forces(model, state, f_ext, f_ext_frame):
+    """External wrenches as spatial forces at the world origin per body (..., n_bodies, 6)."""
+    if f_ext_frame not in ('world', 'local'):
+        raise InvalidInputError(f"f_ext_frame: expected 'world' or 'local', got {f_ext_frame!r}")
+    out = np.zeros(state.batch_shape + (model.n_bodies, 6))
+    for frame, wrench in f_ext.items():
+        w = np.asarray(wrench, dtype=float)
+        if w.shape[-1:] != (6,):
+            raise ShapeError(f'f_ext[{frame!r}]: expected a wrench [force; torque] of 6 values, '
+                             f'got shape {w.shape}')
+        if not np.all(np.isfinite(w)):
+            raise InvalidInputError(f'f_ext[{frame!r}]: expected finite values')
+        T = state.frame_pose(frame)
+        force, torque = w[..., :3], w[..., 3:]
+        if f_ext_frame == 'local':
+            R = T[..., :3, :3]
+            force = np.einsum('...ij,...j->...i', R, force)
+            torque = np.einsum('...ij,...j->...i', R, torque)
+        body = model.frame_body[model.frame_index(frame)]
+        out[..., body, :3] += force
+        out[..., body, 3:] += torque + np.cross(T[..., :3, 3], force)
+    return out
+
+
+def joint_torques(model, state, body_forces):
+    """``tau`` (..., nq) of independent joints from net spatial forces on every body."""
+    F = model.subtree_sum(body_forces[..., :, :])
+    tau = np.einsum('...kj,...kj->...k', state.S_world, F)
+    return model.to_independent_forces(tau)
+
+
+def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=False):
+    """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
+    if state.A_world_body is None:
+        raise InvalidInputError('inverse dynamics needs q, qd and qdd')
+    mass, com, inertia = world_inertias(model, state)
+    V = state.V_world_body
+    A = state.A_world_body + gravity_acceleration(model)
+    h = apply_inertia(mass, com, inertia, V)
+    f = apply_inertia(mass, com, inertia, A) + _cross_force(V, h)
+    if f_ext:
+        f = f - external_body_forces(model, state, f_ext, f_ext_frame)
+    tau = joint_torques(model, state, f) + model.dynamics.rotor_inertia * state.qdd
+    if friction:
+        tau = tau + friction_torques(model, state.qd)
+    return tau
+
+
+def _cross_force(v, f):
+    w = v[..., 3:]
+    return np.concatenate([np.cross(w, f[..., :3]),
+                           np.cross(v[..., :3], f[..., :3]) + np.cross(w, f[..., 3:])], axis=-1)
+
+
+def friction_torques(model, qd):
+    """Viscous damping and Coulomb friction from URDF ``<dynamics>``: ``d qd + f sign(qd)``."""
+    return model.joint_damping * qd + model.joint_friction * np.sign(qd)
+
+
+def gravity_torques(model, state):
+    """``g(q)`` (..., nq): with v = a = 0 each body only carries its weight,
+    ``f_b = [-m_b g; c_b x (-m_b g)]``.
+    """
+    mass, com, _ = world_inertias(model, state)
+    weight = mass[:, None] * model.dynamics.gravity
+    f = np.concatenate([-np.broadcast_to(weight, com.shape), -np.cross(com, weight)], axis=-1)
+    return joint_torques(model, state, f)
+
+
+def bias_torques(model, state):
+    """``C(q, qd) qd + g(q)`` (..., nq) from a state computed with q and qd."""
+    if state.V_world_body is None:
+        raise InvalidInputError('bias torques need q and qd')
+    mass, com, inertia = world_inertias(model, state)
+    V = state.V_world_body
+    A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) + gravity_acceleration(model)
+    f = apply_inertia(mass, com, inertia, A) + _cross_force(V, apply_inertia(mass, com, inertia, V))
+    return joint_torques(model, state, f)
+
+
+def kinetic_energy(model, state):
+    """``0.5 sum_b v_b . I_b v_b + 0.5 sum_i I_rotor,i qd_i^2`` [J]."""
+    mass, com, inertia = world_inertias(model, state)
+    V = state.V_world_body
+    h = apply_inertia(mass, com, inertia, V)
+    return 0.5 * np.sum(V * h, axis=(-1, -2)) \
+        + 0.5 * np.sum(model.dynamics.rotor_inertia * state.qd ** 2, axis=-1)
+
+
+def moving_mass(model):
+    """Body masses (n_bodies,) with the fixed base's set to 0: the base never moves, so energy,
+    total mass and center of mass count only the bodies the joints move (as Pinocchio does).
+    """
+    mass = np.array(model.dynamics.body_mass)
+    mass[0] = 0.0
+    return mass
+
+
+def potential_energy(model, state):
+    """``-sum_b m_b g . c_b`` [J] over the moving bodies, zero with every center of mass at the
+    root origin.
+    """
+    _, com, _ = world_inertias(model, state)
+    mass = moving_mass(model)
+    return -np.einsum('b,...bi,i->...', mass, com, model.dynamics.gravity)
+
+
+def center_of_mass(model, state):
+    """Center of mass (..., 3) of the moving bodies in the root frame [m]."""
+    _, com, _ = world_inertias(model, state)
+    mass = moving_mass(model)
+    total = np.sum(mass)
+    if total <= 0:
+        raise InvalidInputError('center of mass: the model has no mass')
+    return np.einsum('b,...bi->...i', mass, com) / total
+
+
+def center_of_mass_jacobian(model, state):
+    """Jacobian (..., 3, nq) of the center of mass: column k is
+    ``(S_lin,k M_k + w_k x C_k) / M`` with M_k, C_k the mass and first moment moved by joint k.
+    """
+    _, com, _ = world_inertias(model, state)
+    mass = moving_mass(model)
+    total = np.sum(mass)
+    if total <= 0:
+        raise InvalidInputError('center of mass: the model has no mass')
+    sub_mass = model.subtree_sum(mass[:, None])                       # (n_moving, 1)
+    sub_first = model.subtree_sum(mass[:, None] * com)                # (..., n_moving, 3)
+    S = state.S_world
+    cols = S[..., :3] * sub_mass + np.cross(S[..., 3:], sub_first)
+    return model.to_independent_columns(np.swapaxes(cols, -1, -2)) / total

@@ -1,0 +1,330 @@
+"""Kinematic-tree assembly: from link and joint descriptions to the arrays algorithms use.
+
+Builders (URDF, DH) describe a robot as :class:`LinkSpec` and :class:`JointSpec` records;
+:func:`assemble` validates the tree and produces a :class:`Topology`:
+
+* moving joints (revolute, continuous, prismatic) in depth-first order from the root, children in
+  the order the description lists their joints; each one's child link starts a *body*;
+* body 0 is the fixed base (the root link and everything fixed to it); body ``k + 1`` is moved
+  by moving joint ``k``; ``fixed`` joints are collapsed: their child links are merged into the
+  body of their parent for dynamics and kept as frames;
+* the independent joints (``joint_names``) are the moving joints that are not mimic joints, in
+  the same order; a mimic joint follows ``q_mimic = multiplier * q_leader + offset``, resolved
+  through chains of mimic joints down to an independent joint.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+import warnings
+
+import numpy as np
+
+from .exceptions import InertiaError, InertiaWarning, UrdfError
+
+MOVING_TYPES = ('revolute', 'continuous', 'prismatic')
+JOINT_TYPES = MOVING_TYPES + ('fixed',)
+
+# Inertia checks: a moment counts as negative, or a triangle inequality as violated, only beyond
+# this fraction of the largest principal moment plus an absolute floor [kg m^2] (real
+# descriptions carry rounding noise, e.g. moments of 1e-20 around an intended zero).
+INERTIA_REL_TOL = 1e-6
+INERTIA_ABS_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Inertial:
+    """Mass properties of a link in its own frame.
+
+    mass [kg]; com (3,) [m], the center of mass in the link frame; inertia (3, 3) [kg m^2],
+    the rotational inertia about the center of mass in link axes (the URDF ``<inertial><origin>``
+    rotation already applied: ``I = R I_bar R^T``).
+    """
+
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+
+
+@dataclass(frozen=True)
+class MimicSpec:
+    """``q_this = multiplier * q_joint + offset``."""
+
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link: a frame, with its inertial if it has one."""
+
+    name: str
+    inertial: Optional[Inertial] = None
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """A joint between two links.
+
+    origin (4, 4): pose of the child link frame in the parent link frame at q = 0. axis (3,):
+    unit axis in the child (joint) frame. Limits: position [rad or m] (+-inf for continuous),
+    velocity [rad/s or m/s], effort [N m or N]; damping and friction from ``<dynamics>``.
+    """
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray
+    axis: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0]))
+    lower: float = -np.inf
+    upper: float = np.inf
+    velocity: float = np.inf
+    effort: float = np.inf
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: Optional[MimicSpec] = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Validated tree in the arrays the algorithms read (see the module docstring)."""
+
+    root: str
+    joints: tuple            # every JointSpec, by name order of the description
+    moving: tuple            # moving JointSpecs in depth-first order
+    parent_body: np.ndarray  # (n_moving,) body index of each moving joint's parent
+    placement: np.ndarray    # (n_moving, 4, 4) T_parentbody_joint at q = 0
+    axis: np.ndarray         # (n_moving, 3) unit axes in the joint frame
+    revolute: np.ndarray     # (n_moving,) True for revolute/continuous, False for prismatic
+    q_index: np.ndarray      # (n_moving,) index of the independent joint each one follows
+    multiplier: np.ndarray   # (n_moving,)
+    offset: np.ndarray       # (n_moving,)
+    independent: tuple       # names of the independent joints (q order)
+    link_body: dict          # link name -> body index
+    link_placement: dict     # link name -> T_body_link (4, 4)
+    link_order: tuple        # link names, depth-first
+    body_mass: np.ndarray    # (n_bodies,)
+    body_com: np.ndarray     # (n_bodies, 3) in the body frame
+    body_inertia: np.ndarray  # (n_bodies, 3, 3) about the body's center of mass, body axes
+    warnings: tuple          # human-readable notes on suspicious inertials
+
+
+def assemble(links, joints, *, strict=False):
+    """Validate links and joints as one tree and compute its :class:`Topology`.
+
+    Raises :class:`UrdfError` naming the element at fault; physically impossible inertials
+    raise :class:`InertiaError` when ``strict`` and otherwise give one :class:`InertiaWarning`.
+    """
+    link_map = _unique(links, 'link')
+    joint_map = _unique(joints, 'joint')
+    if not link_map:
+        raise UrdfError('the robot has no links')
+    child_of = {}
+    children = {name: [] for name in link_map}
+    for j in joints:
+        if j.type not in JOINT_TYPES:
+            raise UrdfError(f'joint {j.name!r}: unsupported type {j.type!r}; supported types: '
+                            f'{", ".join(JOINT_TYPES)} (floating and planar joints are not '
+                            'supported: the URDF root is the fixed base)')
+        for role, link in (('parent', j.parent), ('child', j.child)):
+            if link not in link_map:
+                raise UrdfError(f'joint {j.name!r}: unknown {role} link {link!r}')
+        if j.parent == j.child:
+            raise UrdfError(f'joint {j.name!r}: parent and child are the same link {j.child!r}')
+        if j.child in child_of:
+            raise UrdfError(f'link {j.child!r} is the child of two joints, {child_of[j.child]!r} '
+                            f'and {j.name!r} (a kinematic loop; URDF describes trees)')
+        child_of[j.child] = j.name
+        children[j.parent].append(j)
+    roots = [name for name in link_map if name not in child_of]
+    if not roots:
+        raise UrdfError('no root link: every link is the child of a joint (a kinematic loop)')
+    if len(roots) > 1:
+        raise UrdfError(f'the tree has {len(roots)} root links, {roots}; exactly one link may '
+                        'have no parent joint')
+    root = roots[0]
+
+    # Depth-first walk from the root; a link never reached lies on a loop.
+    order, stack = [], [root]
+    while stack:
+        link = stack.pop()
+        order.append(link)
+        stack.extend(j.child for j in reversed(children[link]))
+    if len(order) != len(link_map):
+        lost = [name for name in link_map if name not in set(order)]
+        raise UrdfError(f'links {lost} are not connected to the root {root!r} (a kinematic loop)')
+
+    _check_joint_values(joints)
+    moving, parent_body, placement, link_body, link_placement = [], [], [], {root: 0}, {}
+    link_placement[root] = np.eye(4)
+    for link in order[1:]:
+        j = joint_map[child_of[link]]
+        body = link_body[j.parent]
+        T_body_child = link_placement[j.parent] @ j.origin
+        if j.type == 'fixed':
+            link_body[link] = body
+            link_placement[link] = T_body_child
+        else:
+            moving.append(j)
+            parent_body.append(body)
+            placement.append(T_body_child)
+            link_body[link] = len(moving)
+            link_placement[link] = np.eye(4)
+
+    independent = [j.name for j in moving if j.mimic is None]
+    q_index, multiplier, offset = _resolve_mimics(moving, joint_map, independent)
+    n_bodies = len(moving) + 1
+    mass, com, inertia, notes = _merge_inertials(link_map, link_body, link_placement, n_bodies,
+                                                 order, strict)
+    notes += _massless_subtrees(moving, parent_body, mass)
+    if notes:
+        if strict:
+            raise InertiaError('physically impossible inertials: ' + '; '.join(notes))
+        warnings.warn('robot description: ' + '; '.join(notes), InertiaWarning, stacklevel=3)
+
+    return Topology(
+        root=root,
+        joints=tuple(joints),
+        moving=tuple(moving),
+        parent_body=np.array(parent_body, dtype=int),
+        placement=np.array(placement).reshape(-1, 4, 4),
+        axis=np.array([j.axis for j in moving], dtype=float).reshape(-1, 3),
+        revolute=np.array([j.type != 'prismatic' for j in moving], dtype=bool),
+        q_index=q_index, multiplier=multiplier, offset=offset,
+        independent=tuple(independent),
+        link_body=link_body, link_placement=link_placement, link_order=tuple(order),
+        body_mass=mass, body_com=com, body_inertia=inertia,
+        warnings=tuple(notes),
+    )
+
+
+def _unique(items, kind):
+    seen = {}
+    for item in items:
+        if item.name in seen:
+            raise UrdfError(f'duplicate {kind} name {item.name!r}')
+        seen[item.name] = item
+    return seen
+
+
+def _check_joint_values(joints):
+    for j in joints:
+        if not np.all(np.isfinite(j.origin)):
+            raise UrdfError(f'joint {j.name!r}: <origin> holds a non-finite number')
+        if j.type == 'fixed':
+            continue
+        norm = np.linalg.norm(j.axis)
+        if not np.isfinite(norm) or norm < 1e-12:
+            raise UrdfError(f'joint {j.name!r}: <axis> must be a finite non-zero vector, got '
+                            f'{np.asarray(j.axis).tolist()}')
+        if j.type != 'continuous':
+            if np.isnan(j.lower) or np.isnan(j.upper) or j.lower > j.upper:
+                raise UrdfError(f'joint {j.name!r}: position limits lower={j.lower} > '
+                                f'upper={j.upper}')
+        for label, value in (('velocity', j.velocity), ('effort', j.effort),
+                             ('damping', j.damping), ('friction', j.friction)):
+            if np.isnan(value) or value < 0:
+                raise UrdfError(f'joint {j.name!r}: {label} must be >= 0, got {value}')
+
+
+def _resolve_mimics(moving, joint_map, independent):
+    index_of = {name: i for i, name in enumerate(independent)}
+    q_index, multiplier, offset = [], [], []
+    for j in moving:
+        mult, off, seen, cur = 1.0, 0.0, [j.name], j
+        while cur.mimic is not None:
+            m = cur.mimic
+            if m.joint not in joint_map:
+                raise UrdfError(f'joint {cur.name!r}: <mimic> names unknown joint {m.joint!r}')
+            if not (np.isfinite(m.multiplier) and np.isfinite(m.offset)):
+                raise UrdfError(f'joint {cur.name!r}: <mimic> multiplier/offset must be finite')
+            leader = joint_map[m.joint]
+            if leader.type not in MOVING_TYPES:
+                raise UrdfError(f'joint {cur.name!r}: <mimic> leader {m.joint!r} is a '
+                                f'{leader.type} joint; it must be revolute, continuous or '
+                                'prismatic')
+            off, mult = mult * m.offset + off, mult * m.multiplier
+            if leader.name in seen:
+                raise UrdfError(f'mimic cycle: {" -> ".join(seen + [leader.name])}')
+            seen.append(leader.name)
+            cur = leader
+        q_index.append(index_of[cur.name])
+        multiplier.append(mult)
+        offset.append(off)
+    return (np.array(q_index, dtype=int), np.array(multiplier, dtype=float),
+            np.array(offset, dtype=float))
+
+
+def inertia_problems(name, inertial):
+    """Physical-consistency problems of one inertial (empty list when plausible).
+
+    Mass must be > 0 for a link that carries inertia, the inertia positive semi-definite and its
+    principal moments must satisfy the triangle inequality, each within :data:`INERTIA_REL_TOL`
+    of the largest moment plus :data:`INERTIA_ABS_TOL` (rounding noise is accepted).
+    """
+    problems = []
+    I = inertial.inertia
+    if not np.allclose(I, I.T, rtol=1e-9, atol=1e-12):
+        problems.append(f'link {name!r}: inertia matrix is not symmetric')
+    moments = np.linalg.eigvalsh(0.5 * (I + I.T))
+    scale = max(float(np.max(np.abs(moments))), 1e-300)
+    tol = INERTIA_REL_TOL * scale + INERTIA_ABS_TOL
+    if inertial.mass == 0.0:
+        if scale > INERTIA_ABS_TOL:
+            problems.append(f'link {name!r}: zero mass but non-zero inertia')
+        return problems
+    if moments[0] < -tol:
+        problems.append(f'link {name!r}: inertia is not positive semi-definite (principal '
+                        f'moments {np.array2string(moments, precision=4)})')
+    elif moments[0] + moments[1] < moments[2] - tol:
+        problems.append(f'link {name!r}: principal moments {np.array2string(moments, precision=4)}'
+                        ' violate the triangle inequality')
+    return problems
+
+
+def _merge_inertials(link_map, link_body, link_placement, n_bodies, order, strict):
+    notes = []
+    mass = np.zeros(n_bodies)
+    first = np.zeros((n_bodies, 3))
+    second = np.zeros((n_bodies, 3, 3))     # rotational inertia about the body origin
+    for name in order:
+        inertial = link_map[name].inertial
+        if inertial is None:
+            continue
+        values = np.concatenate([[inertial.mass], inertial.com, np.ravel(inertial.inertia)])
+        if not np.all(np.isfinite(values)):
+            raise UrdfError(f'link {name!r}: <inertial> holds a non-finite number')
+        if inertial.mass < 0:
+            raise UrdfError(f'link {name!r}: negative mass {inertial.mass} kg')
+        notes += inertia_problems(name, inertial)
+        T = link_placement[name]
+        R, p = T[:3, :3], T[:3, 3]
+        c = R @ inertial.com + p
+        b = link_body[name]
+        mass[b] += inertial.mass
+        first[b] += inertial.mass * c
+        second[b] += R @ inertial.inertia @ R.T + parallel_axis(inertial.mass, c)
+    com = np.where(mass[:, None] > 0, first / np.where(mass > 0, mass, 1.0)[:, None], 0.0)
+    inertia = second - parallel_axis(mass, com)
+    inertia = 0.5 * (inertia + np.swapaxes(inertia, -1, -2))
+    return mass, com, inertia, notes
+
+
+def parallel_axis(mass, offset):
+    """Steiner term ``m (|c|^2 E - c c^T)`` (..., 3, 3): the inertia a point mass ``mass`` [kg]
+    at ``offset`` (..., 3) [m] adds about the origin.
+    """
+    mass = np.asarray(mass, dtype=float)
+    offset = np.asarray(offset, dtype=float)
+    sq = np.sum(offset * offset, axis=-1)
+    return mass[..., None, None] * (sq[..., None, None] * np.eye(3)
+                                    - offset[..., :, None] * offset[..., None, :])
+
+
+def _massless_subtrees(moving, parent_body, mass):
+    """Moving joints whose whole subtree has no mass (the mass matrix loses rank there)."""
+    subtree = mass.copy()
+    for k in range(len(moving) - 1, -1, -1):
+        subtree[parent_body[k]] += subtree[k + 1]
+    return [f'joint {j.name!r} moves a subtree with no mass' for k, j in enumerate(moving)
+            if subtree[k + 1] <= 0.0]

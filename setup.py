@@ -1,0 +1,33 @@
+"""Install the ros_dynamics ament_python package (engine, nodes, launch and config files)."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'ros_dynamics'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(include=[PACKAGE, PACKAGE + '.*']),
+    package_data={PACKAGE: ['robots/*.urdf']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        ('share/' + PACKAGE, ['package.xml']),
+        ('share/' + PACKAGE + '/launch', glob('launch/*.launch.py')),
+        ('share/' + PACKAGE + '/config', glob('config/*')),
+        ('share/' + PACKAGE + '/robots', glob(PACKAGE + '/robots/*.urdf')),
+    ],
+    install_requires=['setuptools', 'numpy', 'scipy'],
+    zip_safe=True,
+    maintainer='ros_dynamics maintainers',
+    maintainer_email='maintainers@ros-dynamics.dev',
+    description='Rigid-body kinematics and dynamics of URDF robots on ROS 2 topics.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'dynamics_node = ros_dynamics.ros.dynamics_node:main',
+            'demo = ros_dynamics.demo:main',
+        ],
+    },
+)

@@ -1,0 +1,72 @@
+"""Robot descriptions the tests use: the bundled demo arm and example-robot-data's URDFs."""
+import glob
+import os
+import sysconfig
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO_ARM = os.path.join(REPO, 'ros_dynamics', 'robots', 'demo_arm.urdf')
+
+
+def example_robot_data_dir():
+    """``.../share/example-robot-data/robots`` of the installed example-robot-data wheel."""
+    for base in {sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']}:
+        path = os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots')
+        if os.path.isdir(path):
+            return path
+    raise RuntimeError('example-robot-data is not installed (make env installs it)')
+
+
+def erd(relative):
+    """Path of a URDF inside example-robot-data's robots folder."""
+    path = os.path.join(example_robot_data_dir(), relative)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(path)
+    return path
+
+
+def all_example_urdfs():
+    """Every URDF shipped in example-robot-data, sorted, as paths relative to its robots folder."""
+    root = example_robot_data_dir()
+    return sorted(os.path.relpath(p, root)
+                  for p in glob.glob(os.path.join(root, '**', '*.urdf'), recursive=True))
+
+
+# Real robots the comparisons run on: arms with and without mimic joints, prismatic joints,
+# branched trees and models with many fixed links.
+PANDA = 'panda_description/urdf/panda.urdf'                    # 7 DOF + mimic finger
+UR5 = 'ur_description/urdf/ur5_robot.urdf'                      # 6 DOF, fixed world link
+KINOVA = 'kinova_description/robots/kinova.urdf'               # continuous joints
+TALOS = 'talos_data/robots/talos_reduced.urdf'                  # branched humanoid, many fixed
+TIAGO = 'tiago_description/robots/tiago.urdf'                   # prismatic torso joint
+PR2 = 'pr2_description/urdf/pr2.urdf'                           # branched, prismatic, continuous
+COMPARED = [PANDA, UR5, KINOVA, TALOS, TIAGO, PR2]
+
+
+# A small branched tree written for the tests: a continuous joint, revolute joints, a mimic
+# chain (r follows l, s follows r) and a prismatic joint, inertials with rotated origins.
+TREE_URDF = '''<robot name="tree">
+  <link name="base"/>
+  <link name="torso"><inertial><origin xyz="0 0 0.1" rpy="0 0.5 0"/><mass value="3"/>
+    <inertia ixx="0.3" ixy="0.01" ixz="0" iyy="0.2" iyz="0" izz="0.25"/></inertial></link>
+  <link name="left"><inertial><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="right"><inertial><mass value="1"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <link name="slider"><inertial><mass value="0.5"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+  <joint name="waist" type="continuous"><parent link="base"/><child link="torso"/>
+    <axis xyz="0 0 2"/></joint>
+  <joint name="l" type="revolute"><parent link="torso"/><child link="left"/>
+    <origin xyz="0 0.2 0.3"/><axis xyz="1 0 0"/>
+    <limit lower="-2" upper="2" effort="5" velocity="3"/><dynamics damping="0.2" friction="0.1"/>
+  </joint>
+  <joint name="r" type="revolute"><parent link="torso"/><child link="right"/>
+    <origin xyz="0 -0.2 0.3"/><axis xyz="1 0 0"/>
+    <limit lower="-2" upper="2" effort="5" velocity="3"/>
+    <mimic joint="l" multiplier="-1" offset="0.1"/>
+  </joint>
+  <joint name="s" type="prismatic"><parent link="left"/><child link="slider"/>
+    <axis xyz="0 0 1"/><limit lower="0" upper="0.3" effort="50" velocity="0.5"/>
+    <mimic joint="r" multiplier="2"/>
+  </joint>
+</robot>'''

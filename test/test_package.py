@@ -1,0 +1,62 @@
+"""Packaging: both packages found by colcon, the interface package built and importable,
+the engine importable without ROS.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_colcon_finds_both_packages(tmp_path):
+    colcon = shutil.which('colcon') or os.path.join(os.path.dirname(sys.executable), 'colcon')
+    result = subprocess.run([colcon, '--log-base', str(tmp_path), 'list', '--base-paths', '.',
+                             'ros_dynamics_interfaces'],
+                            cwd=REPO, capture_output=True, text=True, check=True)
+    found = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines()}
+    assert found == {'ros_dynamics': '(ros.ament_python)',
+                     'ros_dynamics_interfaces': '(ros.ament_cmake)'}, result.stdout
+
+
+def test_interface_package_is_built_with_its_error_codes():
+    from ros_dynamics_interfaces.srv import ComputeFK, SolveIK
+    r = SolveIK.Response
+    assert (r.SUCCESS, r.NO_IK_SOLUTION, r.TIMED_OUT, r.INVALID_ROBOT_STATE,
+            r.INVALID_LINK_NAME, r.FRAME_TRANSFORM_FAILURE) == (1, -31, -6, -17, -18, -21)
+    assert r.INVALID_REQUEST < 0
+    req = SolveIK.Request()
+    assert req.target.header.frame_id == '' and req.timeout.sec == 0
+    assert hasattr(req, 'position_only') and hasattr(SolveIK.Response(), 'iterations')
+    assert ComputeFK.Response().poses == []
+    assert hasattr(ComputeFK.Request(), 'reference_frame')
+
+
+def test_package_xml_declares_the_dependencies():
+    root = ET.parse(os.path.join(REPO, 'package.xml')).getroot()
+    assert root.get('format') == '3'
+    deps = {e.text for e in root if e.tag.endswith('depend')}
+    for key in ('rclpy', 'std_msgs', 'sensor_msgs', 'geometry_msgs', 'trajectory_msgs',
+                'visualization_msgs', 'diagnostic_msgs', 'ros_dynamics_interfaces',
+                'python3-numpy', 'python3-scipy', 'urdfdom_py', 'launch', 'launch_ros',
+                'python3-pytest'):
+        assert key in deps, key
+    assert root.find('export/build_type').text == 'ament_python'
+
+
+def test_engine_imports_without_ros():
+    code = ('import sys; import ros_dynamics.engine as e; '
+            'assert not any(m.startswith(("rclpy", "rosidl")) for m in sys.modules), '
+            '[m for m in sys.modules if m.startswith("rclpy")]; print(e.RobotModel)')
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            env=env, cwd='/')
+    assert result.returncode == 0, result.stderr
+
+
+def test_setup_installs_executables_where_ros2_run_finds_them():
+    with open(os.path.join(REPO, 'setup.cfg')) as f:
+        cfg = f.read()
+    assert 'install_scripts=$base/lib/ros_dynamics' in cfg
+    assert 'script_dir=$base/lib/ros_dynamics' in cfg

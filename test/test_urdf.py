@@ -1,0 +1,223 @@
+"""Loading robot descriptions: the catalogue of bad URDFs, warnings, strict mode, DH tables."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+from robots import DEMO_ARM, TREE_URDF
+
+from ros_dynamics.engine import (
+    InertiaError,
+    InertiaWarning,
+    ModelError,
+    RobotModel,
+    UnknownFrameError,
+    UnknownJointError,
+    UrdfError,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# File in test/bad_urdf -> the message the typed error must carry (it names the element).
+BAD_URDFS = {
+    'invalid_xml.urdf': r'not valid XML: .*line 1',
+    'empty.urdf': r'robot description is empty',
+    'no_links.urdf': r'the robot has no <link>',
+    'not_a_robot.urdf': r'root element is <model>, expected <robot>',
+    'two_roots.urdf': r"2 root links, \['a', 'c'\]",
+    'loop_no_root.urdf': r'no root link',
+    'loop.urdf': r"link 'b' is the child of two joints, 'j1' and 'j3'",
+    'unknown_child.urdf': r"joint 'j1': unknown child link 'ghost'",
+    'unknown_parent.urdf': r"joint 'j1': unknown parent link 'ghost'",
+    'duplicate_link.urdf': r"duplicate link name 'b'",
+    'duplicate_joint.urdf': r"duplicate joint name 'j1'",
+    'unknown_joint_type.urdf': r"joint 'j1': unsupported type 'ball'",
+    'floating_joint.urdf': r"joint 'j1': unsupported type 'floating'.*fixed base",
+    'planar_joint.urdf': r"joint 'j1': unsupported type 'planar'",
+    'revolute_without_limits.urdf': r"joint 'j1': a revolute joint needs a <limit>",
+    'prismatic_without_limits.urdf': r"joint 'j1': a prismatic joint needs a <limit>",
+    'lower_above_upper.urdf': r"joint 'j1': position limits lower=1.0 > upper=-1.0",
+    'limit_without_effort.urdf': r"joint 'j1': <limit> is missing attribute 'effort'",
+    'negative_mass.urdf': r"link 'b': negative mass -2.0",
+    'nan_origin.urdf': r"joint 'j1': <origin xyz=\"0 nan 0\">: numbers must be finite",
+    'nan_inertia.urdf': r"link 'b' <inertial>: <inertia ixx=\"nan\">: numbers must be finite",
+    'unparsable_number.urdf': r"joint 'j1': <origin xyz=\"0 0.1abc 0\">: expected 3 number",
+    'wrong_count.urdf': r"joint 'j1': <origin xyz=\"0 0\">: expected 3 number\(s\), got 2",
+    'zero_axis.urdf': r"joint 'j1': <axis> must be a finite non-zero vector",
+    'mimic_unknown.urdf': r"joint 'j2': <mimic> names unknown joint 'nobody'",
+    'mimic_cycle.urdf': r'mimic cycle: j1 -> j2 -> j1',
+    'mimic_of_fixed.urdf': r"joint 'j2': <mimic> leader 'j1' is a fixed joint",
+    'joint_without_parent.urdf': r"joint 'j1': missing <parent link",
+}
+
+WARN_URDFS = {
+    'not_positive_definite.urdf': r"link 'b': inertia is not positive semi-definite",
+    'triangle_inequality.urdf': r"link 'b': principal moments .* violate the triangle inequality",
+    'massless_subtree.urdf': r"joint 'j2' moves a subtree with no mass",
+}
+
+
+def test_catalogue_covers_every_file():
+    assert sorted(os.listdir(os.path.join(HERE, 'bad_urdf'))) == sorted(BAD_URDFS)
+    assert sorted(os.listdir(os.path.join(HERE, 'warn_urdf'))) == sorted(WARN_URDFS)
+
+
+@pytest.mark.parametrize('name', sorted(BAD_URDFS))
+def test_bad_urdf_raises_a_typed_error_naming_the_fault(name):
+    path = os.path.join(HERE, 'bad_urdf', name)
+    with pytest.raises(UrdfError, match=BAD_URDFS[name]):
+        RobotModel.from_urdf_file(path)
+    with open(path) as f:
+        text = f.read()
+    with pytest.raises(UrdfError, match=BAD_URDFS[name]):
+        RobotModel.from_urdf_string(text)
+
+
+@pytest.mark.parametrize('name', sorted(WARN_URDFS))
+def test_suspicious_inertials_warn_once_and_raise_when_strict(name):
+    path = os.path.join(HERE, 'warn_urdf', name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        model = RobotModel.from_urdf_file(path)
+    relevant = [w for w in caught if issubclass(w.category, InertiaWarning)]
+    assert len(relevant) == 1
+    assert any(__import__('re').search(WARN_URDFS[name], note) for note in model.warnings)
+    with pytest.raises(InertiaError, match=WARN_URDFS[name]):
+        RobotModel.from_urdf_file(path, strict=True)
+
+
+def test_massless_frame_links_and_rounding_noise_do_not_warn():
+    xml = '''<robot name="ok">
+      <link name="base"/>
+      <link name="arm"><inertial><mass value="2"/>
+        <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="1e-22"/></inertial></link>
+      <link name="tool"/>
+      <joint name="j" type="continuous"><parent link="base"/><child link="arm"/></joint>
+      <joint name="t" type="fixed"><parent link="arm"/><child link="tool"/></joint>
+    </robot>'''
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        model = RobotModel.from_urdf_string(xml, strict=True)
+    assert model.warnings == ()
+    assert model.frame_names == ('base', 'arm', 'tool')
+
+
+def test_missing_file_and_wrong_type():
+    with pytest.raises(UrdfError, match='cannot read URDF file'):
+        RobotModel.from_urdf_file('/nonexistent/robot.urdf')
+    with pytest.raises(UrdfError, match='expected URDF text'):
+        RobotModel.from_urdf_string(b'<robot/>')
+
+
+def test_unknown_tags_and_old_transmissions_are_ignored():
+    xml = '''<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/>
+      <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+      <visual><geometry><mesh filename="package://nowhere/m.stl"/></geometry></visual></link>
+      <joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/><safety_controller k_velocity="1"/>
+      </joint>
+      <transmission name="t"><actuator name="m"/><joint name="j"/></transmission>
+      <gazebo reference="a"><material>Gazebo/Grey</material></gazebo></robot>'''
+    model = RobotModel.from_urdf_string(xml)
+    assert model.joint_names == ('j',)
+
+
+def test_demo_arm_model_contents():
+    model = RobotModel.from_urdf_file(DEMO_ARM, strict=True)
+    assert model.nq == 6
+    assert model.root_frame == 'base_link'
+    assert model.joint_names[0] == 'shoulder_pan_joint'
+    assert 'tool0' in model.frame_names
+    np.testing.assert_allclose(model.lower_limits, -3.14159)
+    np.testing.assert_allclose(model.effort_limits[:3], 150.0)
+    np.testing.assert_allclose(model.joint_damping[:3], 0.5)
+    np.testing.assert_allclose(model.total_mass, 21.05 - 4.0)   # the fixed base is not counted
+
+
+
+
+
+def test_tree_order_limits_and_mimic_chain():
+    model = RobotModel.from_urdf_string(TREE_URDF)
+    assert model.moving_joint_names == ('waist', 'l', 's', 'r')      # depth first, file order
+    assert model.joint_names == ('waist', 'l')
+    assert model.mimic_joint_names == ('s', 'r')
+    np.testing.assert_allclose(model.joint_axis[0], [0, 0, 1])         # normalised
+    assert model.lower_limits[0] == -np.inf and model.upper_limits[0] == np.inf
+    np.testing.assert_allclose(model.joint_damping, [0.0, 0.2])
+    # s = 2 * r = 2 * (-l + 0.1)
+    qj = model.joint_positions(np.array([0.3, 0.7]))
+    np.testing.assert_allclose(qj, [0.3, 0.7, 2 * (-0.7 + 0.1), -0.7 + 0.1])
+
+
+def test_joint_state_helpers():
+    model = RobotModel.from_urdf_string(TREE_URDF)
+    q = model.q_from_names(['l', 'r'], [0.5, 9.0], default=[1.0, 2.0])   # mimic names ignored
+    np.testing.assert_allclose(q, [1.0, 0.5])
+    with pytest.raises(UnknownJointError, match=r"unknown joint 'x'; valid joints: \[waist, l\]"):
+        model.q_from_names(['x'], [1.0])
+    np.testing.assert_allclose(model.q_from_names(['x', 'l'], [1, 2], ignore_unknown=True), [0, 2])
+    assert model.joint_state_from_q([0.1, 0.2]) == (['waist', 'l'], [0.1, 0.2])
+    with pytest.raises(UnknownFrameError, match="unknown frame 'nope'; valid frames: "):
+        model.frame_pose(np.zeros(2), 'nope')
+
+
+# --- DH tables ---------------------------------------------------------------------------------
+
+def test_planar_3r_dh_matches_the_closed_form():
+    l1, l2, l3 = 0.5, 0.4, 0.2
+    rows = [(0.0, 0.0, 0.0, 0.0, 'revolute'), (l1, 0.0, 0.0, 0.0, 'revolute'),
+            (l2, 0.0, 0.0, 0.0, 'revolute')]
+    with pytest.warns(InertiaWarning, match='moves a subtree with no mass'):   # kinematics only
+        model = RobotModel.from_dh(rows, tool=np.array([[1, 0, 0, l3], [0, 1, 0, 0],
+                                                        [0, 0, 1, 0], [0, 0, 0, 1.0]]))
+    rng = np.random.default_rng(0)
+    for q in rng.uniform(-np.pi, np.pi, size=(20, 3)):
+        T = model.frame_pose(q, 'tool')
+        a = np.cumsum(q)
+        x = l1 * np.cos(a[0]) + l2 * np.cos(a[1]) + l3 * np.cos(a[2])
+        y = l1 * np.sin(a[0]) + l2 * np.sin(a[1]) + l3 * np.sin(a[2])
+        np.testing.assert_allclose(T[:3, 3], [x, y, 0], atol=1e-12)
+        np.testing.assert_allclose(np.arctan2(T[1, 0], T[0, 0]), np.angle(np.exp(1j * a[2])),
+                                   atol=1e-12)
+
+
+def test_dh_equals_the_same_arm_written_as_urdf():
+    # Modified DH of a 2-link arm with an offset twist and a prismatic joint.
+    rows = [dict(a=0.0, alpha=0.0, d=0.3, theta=0.2, type='revolute', limits=(-2, 2),
+                 inertial=(2.0, (0.1, 0, 0), (0.01, 0.02, 0.02))),
+            dict(a=0.4, alpha=-np.pi / 2, d=0.0, theta=0.0, type='prismatic',
+                 limits={'lower': 0, 'upper': 0.5, 'effort': 100},
+                 inertial=(1.0, (0, 0, 0.05), np.diag([0.005, 0.005, 0.001])))]
+    dh = RobotModel.from_dh(rows)
+    urdf = f'''<robot name="same"><link name="base_link"/>
+      <link name="link1"><inertial><origin xyz="0.1 0 0"/><mass value="2"/>
+        <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+      <link name="link2"><inertial><origin xyz="0 0 0.05"/><mass value="1"/>
+        <inertia ixx="0.005" ixy="0" ixz="0" iyy="0.005" iyz="0" izz="0.001"/></inertial></link>
+      <joint name="joint1" type="revolute"><parent link="base_link"/><child link="link1"/>
+        <origin xyz="0 0 0.3" rpy="0 0 0.2"/><axis xyz="0 0 1"/>
+        <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+      <joint name="joint2" type="prismatic"><parent link="link1"/><child link="link2"/>
+        <origin xyz="0.4 0 0" rpy="{-np.pi / 2} 0 0"/><axis xyz="0 0 1"/>
+        <limit lower="0" upper="0.5" effort="100" velocity="1"/></joint></robot>'''
+    ref = RobotModel.from_urdf_string(urdf)
+    rng = np.random.default_rng(1)
+    q, qd, qdd = rng.uniform(0, 0.5, (3, 5, 2))
+    np.testing.assert_allclose(dh.frame_pose(q, 'link2'), ref.frame_pose(q, 'link2'), atol=1e-12)
+    np.testing.assert_allclose(dh.inverse_dynamics(q, qd, qdd), ref.inverse_dynamics(q, qd, qdd),
+                               atol=1e-12)
+    np.testing.assert_allclose(dh.upper_limits, [2, 0.5])
+
+
+@pytest.mark.parametrize('rows, message', [
+    ([], 'at least one row'),
+    ([(0, 0, 0, 0, 'ball')], "DH row 1: joint type must be one of"),
+    ([(0, 0, 0, 'x', 'revolute')], 'DH row 1: a, alpha, d, theta must be numbers'),
+    ([(0, 0, 0, 0, 'prismatic')], 'DH row 1: a prismatic joint needs limits'),
+    ([(0, 0, 0, np.nan, 'revolute')], 'must be finite'),
+    ([(0, 0, 0)], r'expected \(a, alpha, d, theta, type'),
+])
+def test_bad_dh_rows(rows, message):
+    with pytest.raises(ModelError, match=message):
+        RobotModel.from_dh(rows)
