@@ -16,7 +16,7 @@ import numpy as np
 
 from .exceptions import InvalidInputError
 from .kinematics import check_convention
-from .rotations import skew
+from .rotations import cross, skew
 
 
 def _world_joint_jacobian(state, body):
@@ -105,10 +105,10 @@ def frame_acceleration(state, frame, expressed_in='local_world_aligned', point=N
         V = state.V_world_body[..., m.frame_body[f], :]
         A = state.A_world_body[..., m.frame_body[f], :].copy()
         if kind == 'classical':
-            A[..., :3] += np.cross(V[..., 3:], V[..., :3])
+            A[..., :3] += cross(V[..., 3:], V[..., :3])
         return A
     if kind == 'spatial':
-        a_p = a_p - np.cross(w, v_p)
+        a_p = a_p - cross(w, v_p)
     if expressed_in == 'local':
         R_T = np.swapaxes(T[..., :3, :3], -1, -2)
         a_p, w_dot = (R_T @ a_p[..., None])[..., 0], (R_T @ w_dot[..., None])[..., 0]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .exceptions import InvalidInputError, ShapeError
+from .rotations import cross
 from .spatial import cross_motion
 
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
@@ -72,6 +73,7 @@ class KinematicState:
         self.q_joint = model.joint_positions(q)
         self.T_world_body = _body_poses(model, self.q_joint)
         self._S_world = None
+        self._axes = None
         self.qd = self.qd_joint = self.V_world_body = None
         self.qdd = self.qdd_joint = self.A_world_body = None
         if qd is not None:
@@ -88,16 +90,27 @@ class KinematicState:
                 + self.S_dot_world * self.qd_joint[..., None])
 
     @property
-    def S_world(self):
-        """Unit motion of each moving joint, spatial in world, (..., n_moving, 6)."""
-        if self._S_world is None:
-            m = self.model
+    def joint_axes_world(self):
+        """World axis (unit) and origin of every moving joint: two (..., n_moving, 3) arrays."""
+        if self._axes is None:
             T = self.T_world_body[..., 1:, :, :]
-            z = np.einsum('...ij,...j->...i', T[..., :3, :3], m.joint_axis)
-            p = T[..., :3, 3]
-            linear = np.where(m.joint_revolute[:, None], np.cross(p, z), z)
-            angular = np.where(m.joint_revolute[:, None], z, 0.0)
-            self._S_world = np.concatenate([linear, angular], axis=-1)
+            z = (T[..., :3, :3] @ self.model.joint_axis_column)[..., 0]
+            self._axes = (z, T[..., :3, 3])
+        return self._axes
+
+    @property
+    def S_world(self):
+        """Unit motion of each moving joint, spatial in world, (..., n_moving, 6):
+        ``[p x z; z]`` for a revolute joint at p with axis z, ``[z; 0]`` for a prismatic one.
+        """
+        if self._S_world is None:
+            z, p = self.joint_axes_world
+            if self.model.all_revolute:
+                self._S_world = np.concatenate([cross(p, z), z], axis=-1)
+            else:
+                rev = self.model.joint_revolute[:, None]
+                self._S_world = np.concatenate(
+                    [np.where(rev, cross(p, z), z), np.where(rev, z, 0.0)], axis=-1)
         return self._S_world
 
     @property
@@ -137,11 +150,11 @@ class KinematicState:
         if self.V_world_body is not None:
             V = self.V_world_body[..., b, :]
             w = V[..., 3:]
-            v_p = V[..., :3] + np.cross(w, p)
+            v_p = V[..., :3] + cross(w, p)
             if self.A_world_body is not None:
                 A = self.A_world_body[..., b, :]
                 w_dot = A[..., 3:]
-                a_p = A[..., :3] + np.cross(w_dot, p) + np.cross(w, v_p)
+                a_p = A[..., :3] + cross(w_dot, p) + cross(w, v_p)
         return T, p, v_p, w, a_p, w_dot
 
 
@@ -153,17 +166,12 @@ def forward_kinematics(model, q, qd=None, qdd=None):
 def _body_poses(model, q_joint):
     """``T_world_body`` (..., n_bodies, 4, 4) for the moving-joint positions ``q_joint``."""
     batch = q_joint.shape[:-1]
-    s, c = np.sin(q_joint)[..., None, None], np.cos(q_joint)[..., None, None]
-    rev = model.joint_revolute[:, None, None]
-    # Joint motion: rotation about (Rodrigues) or translation along the unit axis.
-    R = np.where(rev, np.eye(3) + s * model.joint_axis_skew + (1.0 - c) * model.joint_axis_skew2,
-                 np.eye(3))
-    t = np.where(rev[..., 0], 0.0, model.joint_axis * q_joint[..., None])
-    motion = np.zeros(batch + (model.n_moving, 4, 4))
-    motion[..., :3, :3] = R
-    motion[..., :3, 3] = t
-    motion[..., 3, 3] = 1.0
-    local = model.joint_placement @ motion
+    x = q_joint[..., None, None]
+    local = np.empty(batch + (model.n_moving, 4, 4))
+    local[..., :3, :3] = model.joint_rot0 + np.sin(x) * model.joint_rot_sin \
+        + (1.0 - np.cos(x)) * model.joint_rot_cos
+    local[..., :3, 3] = model.joint_trans0 + q_joint[..., None] * model.joint_trans_q
+    local[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
     T = np.empty(batch + (model.n_bodies, 4, 4))
     T[..., 0, :, :] = np.eye(4)
     for k, parent in enumerate(model.joint_parent_body):
@@ -202,11 +210,11 @@ def relative_motion(state, frame_i, frame_j, observer, expressed_in):
     _, _, _, w_l, _, wd_l = state.point_motion(observer)
     R_k = state.frame_pose(expressed_in)[..., :3, :3]
     r = p_i - p_j
-    v = (v_i - v_j) - np.cross(w_l, r)
-    a = (a_i - a_j) - 2.0 * np.cross(w_l, v) - np.cross(wd_l, r) \
-        - np.cross(w_l, np.cross(w_l, r))
+    v = (v_i - v_j) - cross(w_l, r)
+    a = (a_i - a_j) - 2.0 * cross(w_l, v) - cross(wd_l, r) \
+        - cross(w_l, cross(w_l, r))
     w_rel = w_i - w_j
-    wd_rel = (wd_i - wd_j) - np.cross(w_l, w_rel)
+    wd_rel = (wd_i - wd_j) - cross(w_l, w_rel)
 
     def in_k(x):
         return np.einsum('...ji,...j->...i', R_k, x)

@@ -81,9 +81,21 @@ class RobotModel:
         self.joint_parent_body = _frozen(topo.parent_body, int)
         self.joint_placement = _frozen(topo.placement)
         self.joint_axis = _frozen(topo.axis)
-        self.joint_axis_skew = _frozen(skew(topo.axis))
-        self.joint_axis_skew2 = _frozen(skew(topo.axis) @ skew(topo.axis))
+        self.joint_axis_column = _frozen(topo.axis[:, :, None])
         self.joint_revolute = _frozen(topo.revolute, bool)
+        self.all_revolute = bool(np.all(topo.revolute))
+        # Local transform of moving joint k at position x, precomputed (Rodrigues folded into
+        # the fixed placement P = (P_R, P_p)): R = rot0 + sin(x) rot_sin + (1 - cos(x)) rot_cos,
+        # p = trans0 + x trans_q (revolute: rotation about the axis; prismatic: translation).
+        K = skew(topo.axis)
+        rev = topo.revolute[:, None, None]
+        P_R = topo.placement[:, :3, :3]
+        self.joint_rot0 = _frozen(P_R)
+        self.joint_rot_sin = _frozen(np.where(rev, P_R @ K, 0.0))
+        self.joint_rot_cos = _frozen(np.where(rev, P_R @ K @ K, 0.0))
+        self.joint_trans0 = _frozen(topo.placement[:, :3, 3])
+        self.joint_trans_q = _frozen(np.where(rev[:, :, 0], 0.0,
+                                              (P_R @ topo.axis[:, :, None])[..., 0]))
         self.joint_q_index = _frozen(topo.q_index, int)
         self.joint_multiplier = _frozen(topo.multiplier)
         self.joint_offset = _frozen(topo.offset)

@@ -1,7 +1,7 @@
 """Dynamics of a single free rigid body (Euler's equations)."""
 import numpy as np
 
-from .rotations import as_matrices, as_vectors
+from .rotations import as_matrices, as_vectors, cross
 
 
 def euler_angular_acceleration(inertia, omega, torque):
@@ -16,4 +16,4 @@ def euler_angular_acceleration(inertia, omega, torque):
     omega = as_vectors(omega, 3, 'omega')
     torque = as_vectors(torque, 3, 'torque')
     Iw = (inertia @ omega[..., None])[..., 0]
-    return np.linalg.solve(inertia, (torque - np.cross(omega, Iw))[..., None])[..., 0]
+    return np.linalg.solve(inertia, (torque - cross(omega, Iw))[..., None])[..., 0]

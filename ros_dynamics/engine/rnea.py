@@ -15,6 +15,13 @@ along the tree, so they run as matrix products over all bodies at once (``model.
 import numpy as np
 
 from .exceptions import InvalidInputError, ShapeError
+from .rotations import cross
+
+
+def world_centers_of_mass(model, state):
+    """Center of mass of every body in world (..., n_bodies, 3) [m]."""
+    T = state.T_world_body
+    return (T[..., :3, :3] @ model.dynamics.body_com[:, :, None])[..., 0] + T[..., :3, 3]
 
 
 def world_inertias(model, state):
@@ -22,11 +29,9 @@ def world_inertias(model, state):
     inertia about it (..., n_bodies, 3, 3), from the model's current dynamic parameters.
     """
     dyn = model.dynamics
-    T = state.T_world_body
-    R = T[..., :3, :3]
-    com = np.einsum('...ij,...j->...i', R, dyn.body_com) + T[..., :3, 3]
+    R = state.T_world_body[..., :3, :3]
     inertia = R @ dyn.body_inertia @ np.swapaxes(R, -1, -2)
-    return dyn.body_mass, com, inertia
+    return dyn.body_mass, world_centers_of_mass(model, state), inertia
 
 
 def apply_inertia(mass, com, inertia, motion):
@@ -34,8 +39,8 @@ def apply_inertia(mass, com, inertia, motion):
     ``[m (v + w x c); c x m (v + w x c) + I_c w]`` (..., n_bodies, 6).
     """
     v, w = motion[..., :3], motion[..., 3:]
-    linear = mass[:, None] * (v + np.cross(w, com))
-    angular = np.cross(com, linear) + np.einsum('...ij,...j->...i', inertia, w)
+    linear = mass[:, None] * (v + cross(w, com))
+    angular = cross(com, linear) + np.einsum('...ij,...j->...i', inertia, w)
     return np.concatenate([linear, angular], axis=-1)
 
 
@@ -64,7 +69,7 @@ def external_body_forces(model, state, f_ext, f_ext_frame):
             torque = np.einsum('...ij,...j->...i', R, torque)
         body = model.frame_body[model.frame_index(frame)]
         out[..., body, :3] += force
-        out[..., body, 3:] += torque + np.cross(T[..., :3, 3], force)
+        out[..., body, 3:] += torque + cross(T[..., :3, 3], force)
     return out
 
 
@@ -94,8 +99,8 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
 
 def _cross_force(v, f):
     w = v[..., 3:]
-    return np.concatenate([np.cross(w, f[..., :3]),
-                           np.cross(v[..., :3], f[..., :3]) + np.cross(w, f[..., 3:])], axis=-1)
+    return np.concatenate([cross(w, f[..., :3]),
+                           cross(v[..., :3], f[..., :3]) + cross(w, f[..., 3:])], axis=-1)
 
 
 def friction_torques(model, qd):
@@ -104,13 +109,22 @@ def friction_torques(model, qd):
 
 
 def gravity_torques(model, state):
-    """``g(q)`` (..., nq): with v = a = 0 each body only carries its weight,
-    ``f_b = [-m_b g; c_b x (-m_b g)]``.
+    """``g(q)`` (..., nq) in closed form: each joint holds the weight of everything it moves.
+
+    With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
+    a revolute joint at ``p`` with axis ``z`` needs ``z . (g x (C_k - M_k p))`` and a prismatic
+    one ``-M_k z . g`` -- RNEA at zero velocity and acceleration, summed once per joint.
     """
-    mass, com, _ = world_inertias(model, state)
-    weight = mass[:, None] * model.dynamics.gravity
-    f = np.concatenate([-np.broadcast_to(weight, com.shape), -np.cross(com, weight)], axis=-1)
-    return joint_torques(model, state, f)
+    dyn = model.dynamics
+    g = dyn.gravity
+    mass = dyn.body_mass
+    first = model.subtree_sum(mass[:, None] * world_centers_of_mass(model, state))
+    sub_mass = model.subtree_sum(mass[:, None])[:, 0]
+    z, p = state.joint_axes_world
+    tau = np.sum(z * cross(g, first - sub_mass[:, None] * p), axis=-1)
+    if not model.all_revolute:
+        tau = np.where(model.joint_revolute, tau, -sub_mass * (z @ g))
+    return model.to_independent_forces(tau)
 
 
 def bias_torques(model, state):
@@ -173,5 +187,5 @@ def center_of_mass_jacobian(model, state):
     sub_mass = model.subtree_sum(mass[:, None])                       # (n_moving, 1)
     sub_first = model.subtree_sum(mass[:, None] * com)                # (..., n_moving, 3)
     S = state.S_world
-    cols = S[..., :3] * sub_mass + np.cross(S[..., 3:], sub_first)
+    cols = S[..., :3] * sub_mass + cross(S[..., 3:], sub_first)
     return model.to_independent_columns(np.swapaxes(cols, -1, -2)) / total

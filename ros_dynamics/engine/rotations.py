@@ -42,6 +42,18 @@ def as_matrices(x, size, name):
     return x
 
 
+_I1 = [1, 2, 0]
+_I2 = [2, 0, 1]
+
+
+def cross(a, b):
+    """Cross product of 3-vectors over the last axis, broadcasting ``(..., 3)`` arrays.
+
+    Same result as ``np.cross``, with a fraction of its overhead on small and batched arrays.
+    """
+    return a[..., _I1] * b[..., _I2] - a[..., _I2] * b[..., _I1]
+
+
 def skew(v):
     """Skew-symmetric matrix ``[v]x`` with ``[v]x @ u = cross(v, u)``: (..., 3) -> (..., 3, 3)."""
     v = as_vectors(v, 3, 'v')

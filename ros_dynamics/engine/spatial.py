@@ -12,7 +12,16 @@ letters chain: ``T_a_c = T_a_b @ T_b_c``. ``adjoint(T_a_b)`` maps a motion vecto
 """
 import numpy as np
 
-from .rotations import _sinc, as_matrices, as_vectors, exp_so3, log_so3, matrix_from_rpy, skew
+from .rotations import (
+    _sinc,
+    as_matrices,
+    as_vectors,
+    cross,
+    exp_so3,
+    log_so3,
+    matrix_from_rpy,
+    skew,
+)
 
 
 def transform(R, p):
@@ -99,8 +108,8 @@ def cross_motion(v, m):
     v = as_vectors(v, 6, 'v')
     m = as_vectors(m, 6, 'm')
     w = v[..., 3:]
-    return np.concatenate([np.cross(w, m[..., :3]) + np.cross(v[..., :3], m[..., 3:]),
-                           np.cross(w, m[..., 3:])], axis=-1)
+    return np.concatenate([cross(w, m[..., :3]) + cross(v[..., :3], m[..., 3:]),
+                           cross(w, m[..., 3:])], axis=-1)
 
 
 def cross_force(v, f):
@@ -108,8 +117,8 @@ def cross_force(v, f):
     v = as_vectors(v, 6, 'v')
     f = as_vectors(f, 6, 'f')
     w = v[..., 3:]
-    return np.concatenate([np.cross(w, f[..., :3]),
-                           np.cross(v[..., :3], f[..., :3]) + np.cross(w, f[..., 3:])], axis=-1)
+    return np.concatenate([cross(w, f[..., :3]),
+                           cross(v[..., :3], f[..., :3]) + cross(w, f[..., 3:])], axis=-1)
 
 
 def motion_cross_matrix(v):
@@ -157,5 +166,5 @@ def transform_wrench(T_a_b, wrench_b):
     wrench_b = as_vectors(wrench_b, 6, 'wrench_b')
     R, p = T_a_b[..., :3, :3], T_a_b[..., :3, 3]
     f = (R @ wrench_b[..., :3, None])[..., 0]
-    n = (R @ wrench_b[..., 3:, None])[..., 0] + np.cross(p, f)
+    n = (R @ wrench_b[..., 3:, None])[..., 0] + cross(p, f)
     return np.concatenate([f, n], axis=-1)
