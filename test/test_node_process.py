@@ -41,17 +41,17 @@ def test_node_serves_gravity_and_poses_and_drops_bad_messages(ros, tmp_path):
     try:
         torques, commands, poses = {}, [], {}
         ros.create_subscription(JointState, f'/{ns}/gravity_torques',
-                                lambda m: torques.__setitem__(m.header.stamp.sec, m), 10)
-        ros.create_subscription(Float64MultiArray, f'/{ns}/gravity_command', commands.append, 10)
+                                lambda m: torques.__setitem__(m.header.stamp.sec, m), 100)
+        ros.create_subscription(Float64MultiArray, f'/{ns}/gravity_command', commands.append, 100)
         ros.create_subscription(PoseStamped, f'/{ns}/poses/tool0',
-                                lambda m: poses.__setitem__(m.header.stamp.sec, m), 10)
+                                lambda m: poses.__setitem__(m.header.stamp.sec, m), 100)
         pub = ros.create_publisher(JointState, f'/{ns}/joint_states', qos_profile_sensor_data)
         rng = np.random.default_rng(5)
         good = {sec: rng.uniform(-2, 2, MODEL.nq) for sec in range(1, 21)}
 
         def publish_all():
             for sec, q in good.items():
-                if sec not in torques:
+                if sec not in torques or sec not in poses:
                     pub.publish(joint_state(q, stamp_sec=sec))
                     bad = joint_state(q, stamp_sec=1000 + sec)
                     bad.position = bad.position[:-1]                  # lengths disagree
@@ -61,7 +61,8 @@ def test_node_serves_gravity_and_poses_and_drops_bad_messages(ros, tmp_path):
                     pub.publish(nan)
 
         assert spin_until(ros, lambda: len(torques) == len(good) and len(poses) == len(good),
-                          timeout=20.0, step=publish_all), node.output()
+                          timeout=20.0, step=publish_all), \
+            (sorted(set(good) - set(torques)), sorted(set(good) - set(poses)), node.output())
         assert all(sec in good for sec in torques), 'a dropped message was answered'
         for sec, q in good.items():
             msg = torques[sec]

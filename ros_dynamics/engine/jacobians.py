@@ -37,16 +37,29 @@ def _rotate_rows(R_T, J):
 
 
 def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None):
-    """Geometric Jacobian (..., 6, nq) of ``frame`` (or of ``point`` fixed in it, frame coords)."""
+    """Geometric Jacobian (..., 6, nq) of ``frame`` (or of ``point`` fixed in it, frame coords).
+
+    Column of moving joint k (axis z_k through p_k) for the point p: ``[z_k x (p - p_k); z_k]``
+    (revolute) or ``[z_k; 0]`` (prismatic) in ``local_world_aligned``; rotated into the frame for
+    ``local``; the spatial ``S_k`` for ``world``; zero for joints that do not move the frame.
+    """
     check_convention(expressed_in)
     m = state.model
     f = m.frame_index(frame)
-    J = _world_joint_jacobian(state, m.frame_body[f])
-    if expressed_in != 'world':
-        T, p = state.point_motion(f, point)[:2]
-        J = _lwa_from_world(J, p)
-        if expressed_in == 'local':
-            J = _rotate_rows(np.swapaxes(T[..., :3, :3], -1, -2), J)
+    moves = m.joint_moves_body[m.frame_body[f]][:, None]
+    if expressed_in == 'world':
+        return m.to_independent_columns(np.swapaxes(state.S_world * moves, -1, -2))
+    T, p = state.point_motion(f, point)[:2]
+    z, p_joint = state.joint_axes_world
+    linear = cross(z, p[..., None, :] - p_joint)
+    if m.all_revolute:
+        cols = np.concatenate([linear, z], axis=-1)
+    else:
+        rev = m.joint_revolute[:, None]
+        cols = np.concatenate([np.where(rev, linear, z), np.where(rev, z, 0.0)], axis=-1)
+    J = np.swapaxes(cols * moves, -1, -2)
+    if expressed_in == 'local':
+        J = _rotate_rows(np.swapaxes(T[..., :3, :3], -1, -2), J)
     return m.to_independent_columns(J)
 
 

@@ -65,8 +65,9 @@ class KinematicState:
     A_world_body (..., n_bodies, 6) spatial accelerations (gravity not included).
     """
 
-    def __init__(self, model, q, qd=None, qdd=None):
-        q = as_joint_vector(model, q, 'q')
+    def __init__(self, model, q, qd=None, qdd=None, *, check=True):
+        # check=False skips input validation for hot loops that already hold a valid q.
+        q = as_joint_vector(model, q, 'q') if check else q
         self.model = model
         self.q = q
         self.batch_shape = q.shape[:-1]
@@ -158,9 +159,11 @@ class KinematicState:
         return T, p, v_p, w, a_p, w_dot
 
 
-def forward_kinematics(model, q, qd=None, qdd=None):
-    """One kinematics pass; see :class:`KinematicState`."""
-    return KinematicState(model, q, qd, qdd)
+def forward_kinematics(model, q, qd=None, qdd=None, *, check=True):
+    """One kinematics pass; see :class:`KinematicState`. ``check=False`` skips the validation
+    of ``q`` (shape, finiteness) for inner loops.
+    """
+    return KinematicState(model, q, qd, qdd, check=check)
 
 
 def _body_poses(model, q_joint):

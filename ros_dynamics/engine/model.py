@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from . import aba, crba, jacobians, kinematics, rnea
+from . import aba, crba, ik, jacobians, kinematics, rnea
 from .dh import specs_from_dh
 from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
 from .rotations import as_matrices, as_vectors, skew
@@ -484,3 +484,17 @@ class RobotModel:
         """
         J = self.jacobian(q, frame, expressed_in)
         return (np.swapaxes(J, -1, -2) @ np.asarray(wrench, dtype=float)[..., None])[..., 0]
+
+    # --- inverse kinematics -------------------------------------------------------------------
+
+    def solve_ik(self, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5,
+                 orientation_tolerance=1e-5, position_only=False, weights=None, timeout=0.005,
+                 max_solutions=1, rng=None):
+        """Numerical IK of ``tip_frame`` to ``T_target`` (4x4 in the root frame); see
+        :func:`ros_dynamics.engine.ik.solve_ik` and :class:`~ros_dynamics.engine.ik.IKResult`.
+        """
+        return ik.solve_ik(self, tip_frame, T_target, q_seed,
+                           position_tolerance=position_tolerance,
+                           orientation_tolerance=orientation_tolerance,
+                           position_only=position_only, weights=weights, timeout=timeout,
+                           max_solutions=max_solutions, rng=rng)

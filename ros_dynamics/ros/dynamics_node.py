@@ -7,9 +7,15 @@ built off to the side and swapped in; an invalid one is refused and the old mode
 
 Per joint state: validate, merge into the latest state by name, one kinematics pass, then every
 output reads from that pass and is stamped with the joint state's time.
+
+Services ``~/compute_fk`` and ``~/solve_ik`` (ros_dynamics_interfaces) run beside the streaming
+path on a companion node with its own executor thread
+(:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), so a slow IK request
+never holds up joint states; each executor is single-threaded, the fastest rclpy offers.
 """
 import math
 import re
+import sys
 import threading
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -17,14 +23,13 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import (
     DurabilityPolicy,
     HistoryPolicy,
     QoSProfile,
     ReliabilityPolicy,
-    qos_profile_sensor_data,
 )
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
@@ -33,10 +38,17 @@ from ..engine import DynamicsError, RobotModel, kinematics, rnea
 from ..engine.spatial import inverse_transform
 from .conversions import pose_from_matrix
 from .joint_state_merger import InvalidJointState, JointStateMerger
+from .kinematics_services import KinematicsServiceNode
 
 #: QoS of the robot_description topic, as robot_state_publisher publishes it.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                             history=HistoryPolicy.KEEP_LAST)
+
+#: QoS of joint_states: best effort matches both sensor-data and reliable publishers; a deep
+#: history rides out bursts.
+JOINT_STATE_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
+                             durability=DurabilityPolicy.VOLATILE,
                              history=HistoryPolicy.KEEP_LAST)
 
 _THROTTLE_S = 5.0
@@ -68,7 +80,7 @@ class DynamicsNode(Node):
         self._command_pub = self.create_publisher(Float64MultiArray, 'gravity_command', 10)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 qos_profile_sensor_data)
+                                 JOINT_STATE_QOS)
         self.create_subscription(String, 'robot_description', self._on_description_msg,
                                  DESCRIPTION_QOS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -100,6 +112,12 @@ class DynamicsNode(Node):
         declare('gravity', [0.0, 0.0, -9.81], 'Gravity vector in the root frame [m/s^2]')
         declare('strict_inertia', False, 'Refuse descriptions with physically impossible '
                 'inertials instead of warning', True)
+        declare('ik.tip_frame', '', 'Default tip frame of ~/solve_ik; empty: the first tip '
+                'frame')
+        declare('ik.position_tolerance', 1e-5, 'Default position tolerance of ~/solve_ik [m]')
+        declare('ik.orientation_tolerance', 1e-5, 'Default orientation tolerance of ~/solve_ik '
+                '[rad]')
+        declare('ik.timeout', 0.05, 'Default time budget of ~/solve_ik [s]')
 
     def _string_list(self, name):
         return [s for s in self.get_parameter(name).value if s]
@@ -126,6 +144,14 @@ class DynamicsNode(Node):
                                                reason='gravity: expected 3 finite values [m/s^2]')
                 if self._model is not None:
                     self._model.set_gravity(g)
+            elif p.name in ('ik.position_tolerance', 'ik.orientation_tolerance', 'ik.timeout'):
+                if not (math.isfinite(p.value) and p.value > 0):
+                    return SetParametersResult(successful=False,
+                                               reason=f'{p.name}: expected a finite value > 0')
+            elif p.name == 'ik.tip_frame' and p.value and self._model is not None and \
+                    p.value not in self._model.frame_names:
+                return SetParametersResult(successful=False,
+                                           reason=f'ik.tip_frame: unknown frame {p.value!r}')
             elif p.name in ('base_frame', 'tip_frames', 'command_joints') and \
                     self._model is not None:
                 value = p.value if p.name == 'base_frame' else [s for s in p.value if s]
@@ -238,6 +264,24 @@ class DynamicsNode(Node):
             self._pose_pubs[tip].publish(pose)
         self.counters['published'] += 1
 
+    # --- state shared with the service node ---------------------------------------------------
+
+    def latest_q(self):
+        """Latest complete joint positions (nq,), or None before every joint was heard of."""
+        with self._lock:
+            merger = self._merger
+        return merger.q.copy() if merger is not None and merger.complete else None
+
+    @property
+    def model(self):
+        """The model currently serving (swapped atomically), or None."""
+        return self._model
+
+    @property
+    def tips(self):
+        """Tip frames of the current model."""
+        return self._tips
+
     def _publish_diagnostics(self):
         status = DiagnosticStatus()
         status.name = f'{self.get_name()}: dynamics'
@@ -274,19 +318,49 @@ def _float_array(values, label):
 def main(args=None):
     """Entry point of ``ros2 run ros_dynamics dynamics_node``."""
     rclpy.init(args=args)
-    node = None
+    # Let the streaming callbacks take the interpreter back quickly while an IK solve runs.
+    sys.setswitchinterval(0.0005)
+    node = services = service_thread = None
+    executors = []
     try:
         node = DynamicsNode()
-        executor = MultiThreadedExecutor()
-        executor.add_node(node)
+        services = KinematicsServiceNode(node)
+        streaming = SingleThreadedExecutor()
+        streaming.add_node(node)
+        executors.append(streaming)
+        if services.available:
+            service_executor = SingleThreadedExecutor()
+            service_executor.add_node(services)
+            executors.append(service_executor)
+            service_thread = threading.Thread(target=_spin_until_shutdown,
+                                              args=(service_executor,),
+                                              name='ros_dynamics_services')
+            service_thread.start()
+        _spin_until_shutdown(streaming)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        # Stop both executors and wait for the service thread before destroying anything it
+        # may still be waiting on.
+        for executor in executors:
+            executor.shutdown(timeout_sec=1.0)
+        if service_thread is not None:
+            service_thread.join(timeout=5.0)
+        for n in (services, node):
+            if n is not None:
+                n.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _spin_until_shutdown(executor):
+    """Spin; errors raised because the context is shutting down (Ctrl-C) end the spin."""
+    try:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    finally:
-        if node is not None:
-            node.destroy_node()
+    except Exception:
         if rclpy.ok():
-            rclpy.shutdown()
+            raise
 
 
 if __name__ == '__main__':

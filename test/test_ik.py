@@ -1,0 +1,194 @@
+"""Inverse kinematics: solutions inside the limits that reproduce the target, near the seed;
+position-only mode; honest failures; closed-form planar IK as a reference.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from robots import DEMO_ARM, PANDA, UR5, erd
+
+from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UnknownFrameError
+from ros_dynamics.engine.ik import pose_error
+from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
+from ros_dynamics.engine.rotations import exp_so3, log_so3
+
+
+def load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return RobotModel.from_urdf_file(path)
+
+
+def random_reachable(model, rng, tip):
+    lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+    hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+    q = rng.uniform(lo, hi)
+    return q, model.frame_pose(q, tip)
+
+
+def assert_solution(model, tip, T, result, tol=1e-5):
+    assert result.success, result.message
+    q = result.q
+    assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+    T_q = model.frame_pose(q, tip)
+    assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= tol
+    assert np.linalg.norm(log_so3(T[:3, :3] @ T_q[:3, :3].T)) <= tol
+    assert result.position_error <= tol and result.orientation_error <= tol
+
+
+@pytest.mark.parametrize('robot, tip', [(PANDA, 'panda_hand'), (UR5, 'tool0')])
+def test_random_reachable_targets_are_solved_inside_the_limits(robot, tip):
+    model = load(erd(robot))
+    rng = np.random.default_rng(61)
+    solved = 0
+    n = 40
+    for i in range(n):
+        _, T = random_reachable(model, rng, tip)
+        result = model.solve_ik(tip, T, timeout=0.2, rng=i)
+        if result.success:
+            assert_solution(model, tip, T, result)
+            solved += 1
+        else:   # a failure must say so and carry the best errors it reached
+            assert result.position_error > 1e-5 or result.orientation_error > 1e-5
+    assert solved >= 0.95 * n
+
+
+def test_a_seed_near_the_answer_gives_the_nearby_solution():
+    model = load(DEMO_ARM)
+    rng = np.random.default_rng(62)
+    for i in range(10):
+        q_true, T = random_reachable(model, rng, 'tool0')
+        seed = q_true + rng.normal(scale=0.05, size=model.nq)
+        result = model.solve_ik('tool0', T, seed, timeout=0.5, rng=i)
+        assert_solution(model, 'tool0', T, result)
+        # No jump: at most the other elbow/wrist branch when both lie next to the seed.
+        assert np.abs(result.q - seed).max() < 0.25
+
+
+def test_redundancy_is_resolved_toward_the_seed():
+    model = load(erd(PANDA))
+    rng = np.random.default_rng(63)
+    q_true, T = random_reachable(model, rng, 'panda_hand')
+    seed = q_true + rng.normal(scale=0.2, size=model.nq)
+    seed = np.clip(seed, model.lower_limits, model.upper_limits)
+    result = model.solve_ik('panda_hand', T, seed, timeout=0.5, rng=0)
+    assert_solution(model, 'panda_hand', T, result)
+    assert np.linalg.norm(result.q - seed) <= np.linalg.norm(q_true - seed) + 1e-6
+
+
+def test_several_distinct_solutions_ranked_by_distance_to_the_seed():
+    model = load(DEMO_ARM)
+    rng = np.random.default_rng(64)
+    _, T = random_reachable(model, rng, 'tool0')
+    seed = model.middle_configuration()
+    result = model.solve_ik('tool0', T, seed, timeout=1.0, max_solutions=3, rng=1)
+    assert result.success and len(result.solutions) == 3
+    d = [np.linalg.norm(q - seed) for q in result.solutions]
+    assert d == sorted(d)
+    for q in result.solutions:
+        assert np.linalg.norm(pose_error(model.frame_pose(q, 'tool0'), T)) < 2e-5
+    assert min(np.linalg.norm(a - b) for i, a in enumerate(result.solutions)
+               for b in result.solutions[i + 1:]) > 1e-3
+
+
+def test_position_only_for_a_4_dof_arm():
+    rows = [(0, 0, 0.3, 0, 'revolute'), (0, -np.pi / 2, 0, 0, 'revolute'),
+            (0.4, 0, 0, 0, 'revolute'), (0.3, 0, 0, 0, 'revolute')]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = RobotModel.from_dh(rows, tool=(np.array([0.1, 0, 0]), np.zeros(3)))
+    rng = np.random.default_rng(65)
+    for i in range(10):
+        _, T = random_reachable(model, rng, 'tool')
+        T_other = T.copy()
+        T_other[:3, :3] = exp_so3(rng.normal(size=3))          # orientation it cannot reach
+        result = model.solve_ik('tool', T_other, position_only=True, timeout=0.5, rng=i)
+        assert result.success, result.message
+        np.testing.assert_allclose(model.frame_pose(result.q, 'tool')[:3, 3], T[:3, 3],
+                                   atol=1e-5)
+
+
+def test_unreachable_target_fails_honestly_and_respects_the_timeout():
+    model = load(DEMO_ARM)
+    T = np.eye(4)
+    T[:3, 3] = [3.0, 0, 0]                                      # the arm reaches about 1 m
+    import time
+    start = time.monotonic()
+    result = model.solve_ik('tool0', T, timeout=0.02, rng=0)
+    elapsed = time.monotonic() - start
+    assert not result.success and result.timed_out
+    assert elapsed < 0.02 + 0.015
+    assert result.position_error > 1.5
+    assert 'best position error' in result.message
+    assert np.all(result.q >= model.lower_limits) and np.all(result.q <= model.upper_limits)
+
+
+def test_mimic_joints_are_respected():
+    model = load(erd(PANDA))                   # panda_finger_joint2 mimics joint1
+    rng = np.random.default_rng(66)
+    q, T = random_reachable(model, rng, 'panda_rightfinger')
+    result = model.solve_ik('panda_rightfinger', T, timeout=0.5, rng=0)
+    assert_solution(model, 'panda_rightfinger', T, result)
+
+
+@pytest.mark.parametrize('kwargs, error, match', [
+    (dict(tip_frame='nope'), UnknownFrameError, "unknown frame 'nope'"),
+    (dict(T_target=np.eye(3)), ShapeError, 'T_target: expected a 4x4'),
+    (dict(T_target=np.full((4, 4), np.nan)), InvalidInputError, 'T_target: expected finite'),
+    (dict(T_target=np.diag([2.0, 1, 1, 1])), InvalidInputError, 'not a rotation'),
+    (dict(q_seed=np.zeros(3)), ShapeError, 'q_seed: expected 6 values'),
+    (dict(timeout=0.0), InvalidInputError, 'timeout: expected'),
+    (dict(timeout=-1.0), InvalidInputError, 'timeout: expected'),
+    (dict(position_tolerance=0.0), InvalidInputError, 'position_tolerance'),
+    (dict(weights=np.zeros(6)), InvalidInputError, 'weights'),
+])
+def test_bad_requests_raise_typed_errors(kwargs, error, match):
+    model = load(DEMO_ARM)
+    args = dict(tip_frame='tool0', T_target=np.eye(4))
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        model.solve_ik(args.pop('tip_frame'), args.pop('T_target'), **args)
+
+
+# --- closed-form planar IK ---------------------------------------------------------------------
+
+def test_planar_2r_both_branches_and_reachability():
+    l1, l2 = 0.7, 0.4
+    rng = np.random.default_rng(67)
+    for q1, q2 in rng.uniform(-np.pi, np.pi, size=(50, 2)):
+        x, y = l1 * np.cos(q1) + l2 * np.cos(q1 + q2), l1 * np.sin(q1) + l2 * np.sin(q1 + q2)
+        sols = planar_2r_ik(l1, l2, x, y)
+        assert len(sols) == 2 and sols[0][1] >= 0 >= sols[1][1]
+        for a, b in sols:
+            np.testing.assert_allclose([l1 * np.cos(a) + l2 * np.cos(a + b),
+                                        l1 * np.sin(a) + l2 * np.sin(a + b)], [x, y], atol=1e-12)
+        assert any(np.allclose(np.exp(1j * np.array(s)), np.exp(1j * np.array([q1, q2])))
+                   for s in sols)
+    assert planar_2r_ik(l1, l2, 1.2, 0.0) == []                  # r > l1 + l2
+    assert planar_2r_ik(l1, l2, 0.2, 0.0) == []                  # r < |l1 - l2|
+    assert len(planar_2r_ik(l1, l2, 1.1, 0.0)) == 1              # stretched: one solution
+    assert len(planar_2r_ik(l1, l2, 0.3, 0.0)) == 1              # folded: one solution
+
+
+def test_planar_3r_agrees_with_the_numerical_solver():
+    l1, l2, l3 = 0.5, 0.4, 0.2
+    rows = [(0, 0, 0, 0, 'revolute'), (l1, 0, 0, 0, 'revolute'), (l2, 0, 0, 0, 'revolute')]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        model = RobotModel.from_dh(rows, tool=(np.array([l3, 0, 0]), np.zeros(3)))
+    rng = np.random.default_rng(68)
+    for i in range(10):
+        q = rng.uniform(-np.pi, np.pi, 3)
+        T = model.frame_pose(q, 'tool')
+        x, y, phi = T[0, 3], T[1, 3], np.arctan2(T[1, 0], T[0, 0])
+        closed = planar_3r_ik(l1, l2, l3, x, y, phi)
+        assert closed
+        for sol in closed:
+            np.testing.assert_allclose(model.frame_pose(np.array(sol), 'tool'), T, atol=1e-12)
+        seed = np.array(closed[0]) + rng.normal(scale=0.05, size=3)
+        numeric = model.solve_ik('tool', T, seed, position_tolerance=1e-9,
+                                 orientation_tolerance=1e-9, weights=[1, 1, 0, 0, 0, 1],
+                                 timeout=0.5, rng=i)
+        assert numeric.success, numeric.message
+        np.testing.assert_allclose(np.angle(np.exp(1j * numeric.q)),
+                                   np.angle(np.exp(1j * np.array(closed[0]))), atol=1e-6)

@@ -1,0 +1,188 @@
+"""~/compute_fk and ~/solve_ik answered across processes, every error path included, while the
+streaming path keeps serving joint states.
+"""
+import math
+import time
+
+import numpy as np
+import pytest
+from robots import DEMO_ARM
+from ros_helpers import NodeProcess, spin_until
+
+rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from ros_dynamics.engine import RobotModel  # noqa: E402
+from ros_dynamics.engine.rotations import matrix_from_quat_xyzw, quat_xyzw_from_matrix  # noqa
+from ros_dynamics_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
+
+MODEL = RobotModel.from_urdf_file(DEMO_ARM)
+NS = 'svc'
+CODES = SolveIK.Response
+
+
+@pytest.fixture(scope='module')
+def setup(tmp_path_factory):
+    rclpy.init()
+    client_node = rclpy.create_node('service_client')
+    log = tmp_path_factory.mktemp('svc') / 'node.log'
+    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}', '-p', f'urdf_file:={DEMO_ARM}',
+                       log_path=str(log))
+    ik = client_node.create_client(SolveIK, f'/{NS}/ros_dynamics/solve_ik')
+    fk = client_node.create_client(ComputeFK, f'/{NS}/ros_dynamics/compute_fk')
+    assert ik.wait_for_service(timeout_sec=20.0), node.output()
+    assert fk.wait_for_service(timeout_sec=20.0)
+    yield client_node, ik, fk, node
+    code = node.stop()
+    client_node.destroy_node()
+    rclpy.shutdown()
+    assert code == 0, node.output()
+
+
+def call(node, client, request, timeout=10.0):
+    future = client.call_async(request)
+    assert spin_until(node, future.done, timeout)
+    return future.result()
+
+
+def pose_request(T, frame='', tip='', **fields):
+    req = SolveIK.Request()
+    req.target.header.frame_id = frame
+    req.tip_frame = tip
+    p = req.target.pose.position
+    p.x, p.y, p.z = (float(v) for v in T[:3, 3])
+    o = req.target.pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw_from_matrix(T[:3, :3]))
+    for key, value in fields.items():
+        setattr(req, key, value)
+    return req
+
+
+def test_compute_fk(setup):
+    node, _, fk, _ = setup
+    q = np.array([0.3, -0.8, 1.1, 0.2, -0.4, 0.9])
+    req = ComputeFK.Request()
+    req.state.name = list(MODEL.joint_names)
+    req.state.position = q.tolist()
+    req.frames = ['tool0', 'forearm_link']
+    req.reference_frame = 'shoulder_link'
+    res = call(node, fk, req)
+    assert res.success and res.error_code == ComputeFK.Response.SUCCESS
+    T_ref = MODEL.frame_pose(q, 'shoulder_link')
+    for pose, frame in zip(res.poses, req.frames):
+        expected = np.linalg.inv(T_ref) @ MODEL.frame_pose(q, frame)
+        p, o = pose.pose.position, pose.pose.orientation
+        assert pose.header.frame_id == 'shoulder_link'
+        np.testing.assert_allclose([p.x, p.y, p.z], expected[:3, 3], atol=1e-12)
+        np.testing.assert_allclose(matrix_from_quat_xyzw([o.x, o.y, o.z, o.w]), expected[:3, :3],
+                                   atol=1e-12)
+    req.frames = ['nope']
+    res = call(node, fk, req)
+    assert not res.success and res.error_code == ComputeFK.Response.INVALID_LINK_NAME
+    assert 'tool0' in res.message
+    req.frames = []
+    req.state.position = [0.0]
+    res = call(node, fk, req)
+    assert res.error_code == ComputeFK.Response.INVALID_ROBOT_STATE
+
+
+def test_solve_ik_success_in_a_moving_frame(setup):
+    node, ik, _, _ = setup
+    q_true = np.array([0.4, -1.0, 1.2, -0.3, 0.6, 0.2])
+    T_world = MODEL.frame_pose(q_true, 'tool0')
+    q_now = np.array([0.1, -0.5, 0.7, 0.0, 0.2, 0.0])
+    T_frame = np.linalg.inv(MODEL.frame_pose(q_now, 'upper_arm_link')) @ T_world
+    # Before any joint state, a target in a moving frame cannot be placed.
+    res = call(node, ik, pose_request(T_frame, frame='upper_arm_link', tip='tool0'))
+    assert res.error_code == CODES.FRAME_TRANSFORM_FAILURE and 'moves with the joints' in \
+        res.message
+    # The node places it with the current joint state.
+    got = []
+    node.create_subscription(JointState, f'/{NS}/gravity_torques', got.append, 10)
+    pub = node.create_publisher(JointState, f'/{NS}/joint_states', 10)
+    state = JointState(name=list(MODEL.joint_names), position=q_now.tolist())
+    assert spin_until(node, lambda: got, 10.0, lambda: pub.publish(state))
+    seed = q_true + 0.05
+    req = pose_request(T_frame, frame='upper_arm_link', tip='tool0')
+    req.seed.name = list(MODEL.joint_names)
+    req.seed.position = seed.tolist()
+    res = call(node, ik, req)
+    assert res.success and res.error_code == CODES.SUCCESS, res.message
+    q = np.array(res.solution.position)
+    assert list(res.solution.name) == list(MODEL.joint_names)
+    assert np.all(q >= MODEL.lower_limits) and np.all(q <= MODEL.upper_limits)
+    T = MODEL.frame_pose(q, 'tool0')
+    assert np.linalg.norm(T[:3, 3] - T_world[:3, 3]) <= 1e-5
+    assert res.position_error <= 1e-5 and res.orientation_error <= 1e-5 and res.iterations > 0
+
+
+@pytest.mark.parametrize('change, code, text', [
+    (dict(tip='nope'), CODES.INVALID_LINK_NAME, 'valid frames'),
+    (dict(frame='nowhere'), CODES.FRAME_TRANSFORM_FAILURE, "unknown frame 'nowhere'"),
+    (dict(nan=True), CODES.INVALID_REQUEST, 'NaN'),
+    (dict(zero_quat=True), CODES.INVALID_REQUEST, 'zero quaternion'),
+    (dict(timeout=-1), CODES.INVALID_REQUEST, 'timeout'),
+    (dict(seed_len=True), CODES.INVALID_ROBOT_STATE, '6 names but 5 positions'),
+    (dict(seed_name=True), CODES.INVALID_ROBOT_STATE, "unknown joint 'ghost'"),
+])
+def test_solve_ik_error_codes(setup, change, code, text):
+    node, ik, _, _ = setup
+    req = pose_request(MODEL.frame_pose(MODEL.middle_configuration(), 'tool0'),
+                       frame=change.get('frame', ''), tip=change.get('tip', ''))
+    if change.get('nan'):
+        req.target.pose.position.x = math.nan
+    if change.get('zero_quat'):
+        o = req.target.pose.orientation
+        o.x = o.y = o.z = o.w = 0.0
+    if 'timeout' in change:
+        req.timeout.sec = change['timeout']
+    if change.get('seed_len'):
+        req.seed.name = list(MODEL.joint_names)
+        req.seed.position = [0.0] * 5
+    if change.get('seed_name'):
+        req.seed.name = ['ghost']
+        req.seed.position = [0.0]
+    res = call(node, ik, req)
+    assert not res.success and res.error_code == code, res.message
+    assert text in res.message
+
+
+def test_non_unit_quaternion_is_normalised_and_noted(setup):
+    node, ik, _, _ = setup
+    T = MODEL.frame_pose(np.array([0.2, -0.9, 1.0, 0.1, 0.3, 0.0]), 'tool0')
+    req = pose_request(T)
+    o = req.target.pose.orientation
+    o.x, o.y, o.z, o.w = 2 * o.x, 2 * o.y, 2 * o.z, 2 * o.w
+    res = call(node, ik, req)
+    assert res.success, res.message
+    assert 'normalised' in res.message
+
+
+def test_unreachable_target_and_streaming_during_a_slow_solve(setup):
+    node, ik, _, _ = setup
+    T = np.eye(4)
+    T[:3, 3] = [5.0, 0.0, 0.0]
+    req = pose_request(T)
+    req.timeout.sec, req.timeout.nanosec = 1, 0
+    got = []
+    node.create_subscription(JointState, f'/{NS}/gravity_torques', got.append, 100)
+    pub = node.create_publisher(JointState, f'/{NS}/joint_states', 10)
+
+    def publish():
+        msg = JointState()
+        msg.name = list(MODEL.joint_names)
+        msg.position = [0.1, -0.5, 0.7, 0.0, 0.2, 0.0]
+        pub.publish(msg)
+
+    assert spin_until(node, lambda: got, 10.0, publish)
+    got.clear()
+    start = time.monotonic()
+    future = ik.call_async(req)
+    assert spin_until(node, future.done, 10.0, publish)
+    elapsed = time.monotonic() - start
+    res = future.result()
+    assert res.error_code == CODES.TIMED_OUT and not res.success
+    assert res.position_error > 3.0 and 'best position error' in res.message
+    assert 0.95 <= elapsed < 3.0
+    # The streaming path was answered all along (published at the spin rate, ~50 Hz or more).
+    assert len(got) >= 20 * elapsed, (len(got), elapsed)
