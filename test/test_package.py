@@ -3,8 +3,10 @@ the engine importable without ROS.
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,3 +62,40 @@ def test_setup_installs_executables_where_ros2_run_finds_them():
         cfg = f.read()
     assert 'install_scripts=$base/lib/ros_dynamics' in cfg
     assert 'script_dir=$base/lib/ros_dynamics' in cfg
+
+
+def test_colcon_build_installs_executables_launch_and_config(tmp_path):
+    """Build ros_dynamics as a ROS user would and start the node from the install space."""
+    colcon = shutil.which('colcon') or os.path.join(os.path.dirname(sys.executable), 'colcon')
+    subprocess.run([colcon, '--log-base', str(tmp_path / 'log'), 'build', '--base-paths', '.',
+                    '--packages-select', 'ros_dynamics', '--build-base', str(tmp_path / 'build'),
+                    '--install-base', str(tmp_path / 'install')],
+                   cwd=REPO, check=True, capture_output=True, text=True)
+    prefix = tmp_path / 'install' / 'ros_dynamics'
+    for path in ('lib/ros_dynamics/dynamics_node', 'lib/ros_dynamics/demo',
+                 'share/ros_dynamics/launch/ros_dynamics.launch.py',
+                 'share/ros_dynamics/config/ros_dynamics.yaml',
+                 'share/ros_dynamics/robots/demo_arm.urdf', 'share/ros_dynamics/package.xml',
+                 'share/ament_index/resource_index/packages/ros_dynamics'):
+        assert (prefix / path).exists(), path
+    site = next(prefix.glob('lib/python3*/site-packages'))
+    env = dict(os.environ, PYTHONPATH=f'{site}{os.pathsep}{os.environ.get("PYTHONPATH", "")}')
+    proc = subprocess.Popen(
+        [str(prefix / 'lib/ros_dynamics/dynamics_node'), '--ros-args', '-r', '__ns:=/installed',
+         '-p', f'urdf_file:={prefix / "share/ros_dynamics/robots/demo_arm.urdf"}'],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(tmp_path))
+    output = ''
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "model 'demo_arm'" not in output:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            output += line
+        assert "model 'demo_arm'" in output, output
+        assert str(prefix) in subprocess.run(
+            [sys.executable, '-c', 'import ros_dynamics; print(ros_dynamics.__file__)'],
+            env=env, capture_output=True, text=True, cwd=str(tmp_path)).stdout
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
