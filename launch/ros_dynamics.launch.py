@@ -8,8 +8,7 @@ Examples:
   ros2 launch ros_dynamics ros_dynamics.launch.py
   ros2 launch ros_dynamics ros_dynamics.launch.py urdf_file:=/path/robot.urdf namespace:=arm
 """
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import LaunchConfigurationEquals, LaunchConfigurationNotEquals
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import Command, LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -18,13 +17,21 @@ from launch_ros.substitutions import FindPackageShare
 from launch import LaunchDescription
 
 
+def _dynamics_node(context):
+    """The node, with robot_description from description_command when one is given."""
+    overrides = {'urdf_file': LaunchConfiguration('urdf_file'),
+                 'use_sim_time': LaunchConfiguration('use_sim_time')}
+    if LaunchConfiguration('description_command').perform(context):
+        overrides['robot_description'] = ParameterValue(
+            Command(LaunchConfiguration('description_command')), value_type=str)
+    return [Node(package='ros_dynamics', executable='dynamics_node', name='ros_dynamics',
+                 namespace=LaunchConfiguration('namespace'), output='screen',
+                 emulate_tty=True,
+                 parameters=[LaunchConfiguration('params_file'), overrides])]
+
+
 def generate_launch_description():
-    """Declare the arguments and the node (one variant per robot-model source)."""
-    namespace = LaunchConfiguration('namespace')
-    params_file = LaunchConfiguration('params_file')
-    use_sim_time = LaunchConfiguration('use_sim_time')
-    common = dict(package='ros_dynamics', executable='dynamics_node', name='ros_dynamics',
-                  namespace=namespace, output='screen', emulate_tty=True)
+    """Declare the arguments and the node."""
     return LaunchDescription([
         DeclareLaunchArgument('urdf_file', default_value='',
                               description='URDF file of the robot; empty: see '
@@ -40,14 +47,5 @@ def generate_launch_description():
                               description='Namespace of the node and of its relative topics'),
         DeclareLaunchArgument('use_sim_time', default_value='false',
                               description='Use the /clock topic (simulation time)'),
-        Node(**common,
-             condition=LaunchConfigurationEquals('description_command', ''),
-             parameters=[params_file, {'urdf_file': LaunchConfiguration('urdf_file'),
-                                       'use_sim_time': use_sim_time}]),
-        Node(**common,
-             condition=LaunchConfigurationNotEquals('description_command', ''),
-             parameters=[params_file, {
-                 'robot_description': ParameterValue(
-                     Command(LaunchConfiguration('description_command')), value_type=str),
-                 'use_sim_time': use_sim_time}]),
+        OpaqueFunction(function=_dynamics_node),
     ])

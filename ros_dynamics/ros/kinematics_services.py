@@ -106,8 +106,9 @@ class KinematicsServiceNode(Node):
     """Serves ``<dynamics node>/compute_fk`` and ``<dynamics node>/solve_ik``."""
 
     def __init__(self, dynamics_node):
+        # Global remaps (a launch file's __node:=...) must not rename this node too.
         super().__init__(dynamics_node.get_name() + '_kinematics',
-                         namespace=dynamics_node.get_namespace())
+                         namespace=dynamics_node.get_namespace(), use_global_arguments=False)
         self._dynamics = dynamics_node
         try:
             from ros_dynamics_interfaces.srv import ComputeFK, SolveIK
