@@ -39,10 +39,16 @@ def setup(tmp_path_factory):
     assert code == 0, node.output()
 
 
-def call(node, client, request, timeout=10.0):
-    future = client.call_async(request)
-    assert spin_until(node, future.done, timeout)
-    return future.result()
+def call(node, client, request, attempts=4, timeout=3.0):
+    """Call and wait; resend when no answer comes (right after discovery a response can be
+    lost while the response path is still being matched; these services are idempotent).
+    """
+    for _ in range(attempts):
+        future = client.call_async(request)
+        if spin_until(node, future.done, timeout):
+            return future.result()
+        client.remove_pending_request(future)
+    raise AssertionError(f'no response after {attempts} attempts')
 
 
 def pose_request(T, frame='', tip='', **fields):
