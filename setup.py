@@ -28,6 +28,7 @@ setup(
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'demo = ros_dynamics.demo:main',
+            'ros-dynamics-inertia = ros_dynamics.inertia_tool:main',
         ],
     },
 )

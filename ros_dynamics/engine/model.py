@@ -11,6 +11,7 @@ depth-first order of the description from the root link, children in the order t
 appear in the file. Units: [rad] for revolute/continuous joints, [m] for prismatic joints.
 """
 from dataclasses import dataclass, field, replace
+import os
 import threading
 
 import numpy as np
@@ -63,11 +64,12 @@ class RobotModel:
     method taking ``q`` accepts a leading batch dimension, ``q`` of shape ``(..., nq)``.
     """
 
-    def __init__(self, links, joints, *, name='', strict=False):
+    def __init__(self, links, joints, *, name='', strict=False, notes=()):
         topo = assemble(links, joints, strict=strict)
         self.name = name
         self.root_frame = topo.root
-        self.warnings = topo.warnings
+        #: Notes on the description: inertials filled from geometry, suspicious inertials.
+        self.warnings = tuple(notes) + topo.warnings
         self.joint_names = topo.independent
         self.nq = len(self.joint_names)
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
@@ -142,19 +144,30 @@ class RobotModel:
     # --- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_urdf_string(cls, xml, *, strict=False):
+    def from_urdf_string(cls, xml, *, strict=False, fill_inertials_density=None, base_dir=None,
+                         mesh_search_paths=()):
         """Model of the URDF text ``xml`` (e.g. the ``robot_description`` parameter).
 
         ``strict=True`` turns physically impossible inertials from warnings into
-        :class:`~ros_dynamics.engine.exceptions.InertiaError`.
+        :class:`~ros_dynamics.engine.exceptions.InertiaError`. ``fill_inertials_density``
+        [kg/m^3] (off by default) gives links moved by joints that have no ``<inertial>`` the
+        mass properties of their collision (else visual) geometry at that density, noted in
+        :attr:`warnings`; mesh paths resolve against ``base_dir`` and ``mesh_search_paths``.
         """
-        name, links, joints, _ = parse_urdf(xml)
-        return cls(links, joints, name=name, strict=strict)
+        name, links, joints, notes = parse_urdf(
+            xml, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
+            mesh_search_paths=mesh_search_paths)
+        filled = [n for n in notes if n.startswith(('filled', 'link'))]
+        return cls(links, joints, name=name, strict=strict, notes=filled)
 
     @classmethod
-    def from_urdf_file(cls, path, *, strict=False):
-        """Model of the URDF file at ``path``."""
-        return cls.from_urdf_string(read_urdf_file(path), strict=strict)
+    def from_urdf_file(cls, path, *, strict=False, fill_inertials_density=None,
+                       mesh_search_paths=()):
+        """Model of the URDF file at ``path`` (see :meth:`from_urdf_string`)."""
+        return cls.from_urdf_string(
+            read_urdf_file(path), strict=strict, fill_inertials_density=fill_inertials_density,
+            base_dir=os.path.dirname(os.path.abspath(os.fspath(path))),
+            mesh_search_paths=mesh_search_paths)
 
     @classmethod
     def from_dh(cls, rows, tool=None, *, base_frame='base_link', name='dh_robot', strict=False):

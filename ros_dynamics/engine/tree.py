@@ -328,3 +328,17 @@ def _massless_subtrees(moving, parent_body, mass):
         subtree[parent_body[k]] += subtree[k + 1]
     return [f'joint {j.name!r} moves a subtree with no mass' for k, j in enumerate(moving)
             if subtree[k + 1] <= 0.0]
+
+
+def moved_links(joints):
+    """Names of the links some non-fixed joint moves (directly or through fixed joints)."""
+    parent = {j.child: j for j in joints}
+    moved = {}
+
+    def is_moved(link):
+        if link not in moved:
+            j = parent.get(link)
+            moved[link] = j is not None and (j.type != 'fixed' or is_moved(j.parent))
+        return moved[link]
+
+    return {link for link in parent if is_moved(link)}

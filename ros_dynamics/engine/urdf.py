@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .exceptions import UrdfError
+from .exceptions import DynamicsError, UrdfError
 from .rotations import matrix_from_rpy
-from .tree import JOINT_TYPES, MOVING_TYPES, Inertial, JointSpec, LinkSpec, MimicSpec
+from .tree import JOINT_TYPES, MOVING_TYPES, Inertial, JointSpec, LinkSpec, MimicSpec, moved_links
 
 
 def read_urdf_file(path):
@@ -27,11 +27,14 @@ def read_urdf_file(path):
         raise UrdfError(f'cannot read URDF file {os.fspath(path)!r}: {err}') from err
 
 
-def parse_urdf(xml):
+def parse_urdf(xml, *, fill_inertials_density=None, base_dir=None, mesh_search_paths=()):
     """Parse URDF text into ``(robot_name, links, joints, notes)``.
 
-    ``notes`` lists what the parser ignored (unknown tags and attributes). Raises
-    :class:`UrdfError` for anything that is not a well-formed, numerically valid description.
+    ``notes`` lists what the parser ignored (unknown tags and attributes) and, with
+    ``fill_inertials_density`` [kg/m^3], the links moved by joints that had no ``<inertial>`` and
+    got one from their collision (else visual) geometry; mesh URIs are resolved against
+    ``base_dir`` and ``mesh_search_paths``. Raises :class:`UrdfError` for anything that is not a
+    well-formed, numerically valid description.
     """
     if not isinstance(xml, str):
         raise UrdfError(f'robot description: expected URDF text (str), got {type(xml).__name__}')
@@ -47,7 +50,35 @@ def parse_urdf(xml):
     robot, notes = _parse_with_urdf_parser_py(_kinematic_xml(root))
     links = [LinkSpec(link.name, _inertial(link)) for link in robot.links]
     joints = [_joint_spec(j) for j in robot.joints]
+    if fill_inertials_density is not None:
+        links, filled = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
+                                        mesh_search_paths)
+        notes = notes + filled
     return robot.name or '', links, joints, notes
+
+
+def _fill_inertials(root, links, joints, density, base_dir, search_paths):
+    from .meshes import geometry_mass_properties, parse_link_geometry
+    moved = moved_links(joints)
+    missing = [link.name for link in links if link.inertial is None and link.name in moved]
+    if not missing:
+        return links, []
+    geometry = parse_link_geometry(root, 'collision')
+    filled, notes = {}, []
+    for name in missing:
+        if name not in geometry:
+            notes.append(f'link {name!r} has neither an inertial nor a geometry to derive one')
+            continue
+        try:
+            mp = geometry_mass_properties(geometry[name], density=density,
+                                          search_paths=search_paths, base_dir=base_dir)
+        except DynamicsError as err:
+            raise UrdfError(f'link {name!r}: cannot derive an inertial from its geometry: '
+                            f'{err}') from None
+        filled[name] = Inertial(mp.mass, mp.com, mp.inertia_com)
+        notes.append(f'filled the missing inertial of link {name!r} from its geometry '
+                     f'(density {density:g} kg/m^3): mass {mp.mass:.4g} kg')
+    return [LinkSpec(link.name, filled.get(link.name, link.inertial)) for link in links], notes
 
 
 def _kinematic_xml(root):

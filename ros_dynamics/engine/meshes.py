@@ -1,0 +1,163 @@
+"""Reading meshes and link geometry for mass properties.
+
+Meshes are read with trimesh (STL binary and ASCII, OBJ; DAE when pycollada is installed) and
+merged into one indexed triangle mesh (coincident vertices joined, scene transforms applied).
+URIs as URDF writes them: ``package://pkg/path`` (through ament_index_python when a ROS
+environment knows the package, else through ``search_paths``), ``file:///abs/path``, or a path
+relative to the URDF's folder.
+"""
+from dataclasses import dataclass
+import os
+
+import numpy as np
+
+from . import inertia
+from .exceptions import MeshError
+from .rotations import matrix_from_rpy
+
+
+def resolve_uri(uri, base_dir=None, search_paths=()):
+    """Absolute path of a mesh URI; :class:`MeshError` listing what was tried otherwise."""
+    tried = []
+    if uri.startswith('package://'):
+        package, _, relative = uri[len('package://'):].partition('/')
+        try:
+            from ament_index_python.packages import get_package_share_directory
+            tried.append(os.path.join(get_package_share_directory(package), relative))
+        except (ImportError, LookupError, ValueError):
+            pass
+        for root in search_paths:
+            tried.append(os.path.join(root, package, relative))
+            if os.path.basename(os.path.normpath(root)) == package:
+                tried.append(os.path.join(root, relative))
+    elif uri.startswith('file://'):
+        tried.append(uri[len('file://'):])
+    else:
+        tried.append(uri if os.path.isabs(uri) or base_dir is None
+                     else os.path.join(base_dir, uri))
+    for path in tried:
+        if os.path.isfile(path):
+            return path
+    hint = '' if search_paths or not uri.startswith('package://') else \
+        ' (give search paths holding the package folder)'
+    raise MeshError(f'cannot find mesh {uri!r}; tried {tried or "nothing"}{hint}')
+
+
+def load_mesh(path, scale=(1.0, 1.0, 1.0)):
+    """Vertices (n, 3) and faces (m, 3) of a mesh file, scaled per axis."""
+    try:
+        import trimesh
+    except ImportError:
+        raise MeshError('reading meshes needs trimesh (pip install trimesh; rosdep '
+                        'python3-trimesh)') from None
+    try:
+        mesh = trimesh.load(path, force='mesh', process=True)
+    except Exception as err:  # noqa: BLE001 -- any reader failure becomes a typed error
+        raise MeshError(f'cannot read mesh {path!r}: {err}') from None
+    if not hasattr(mesh, 'faces') or len(mesh.faces) == 0:
+        raise MeshError(f'mesh {path!r} holds no triangles')
+    scale = np.broadcast_to(np.asarray(scale, dtype=float), (3,))
+    vertices = np.asarray(mesh.vertices, dtype=float) * scale
+    faces = np.asarray(mesh.faces, dtype=np.int64)
+    if np.prod(scale) < 0:       # a mirroring scale turns the surface inside-out
+        faces = faces[:, ::-1]
+    return vertices, faces
+
+
+def mesh_mass_properties(path, scale=(1, 1, 1), density=None, mass=None, *, search_paths=(),
+                         base_dir=None):
+    """:class:`~ros_dynamics.engine.inertia.MassProperties` of the solid a mesh file bounds."""
+    vertices, faces = load_mesh(resolve_uri(os.fspath(path), base_dir, search_paths), scale)
+    return inertia.mass_properties(vertices, faces, density=density, mass=mass)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """One ``<collision>`` or ``<visual>`` shape of a link.
+
+    origin (4, 4): pose in the link frame; kind: 'box', 'cylinder', 'sphere' or 'mesh';
+    size (box), radius/length (cylinder), radius (sphere), or filename and scale (mesh).
+    """
+
+    origin: np.ndarray
+    kind: str
+    size: tuple = ()
+    radius: float = 0.0
+    length: float = 0.0
+    filename: str = ''
+    scale: tuple = (1.0, 1.0, 1.0)
+
+
+def geometry_mass_properties(geometries, density=None, mass=None, *, search_paths=(),
+                             base_dir=None):
+    """Mass properties (link frame) of the union of a link's shapes, uniform density; with
+    ``mass`` the density is the one that gives that total mass.
+    """
+    parts = []
+    for g in geometries:
+        if g.kind == 'box':
+            p = inertia.box_properties(g.size, density=1.0)
+        elif g.kind == 'cylinder':
+            p = inertia.cylinder_properties(g.radius, g.length, density=1.0)
+        elif g.kind == 'sphere':
+            p = inertia.sphere_properties(g.radius, density=1.0)
+        else:
+            p = mesh_mass_properties(g.filename, g.scale, density=1.0,
+                                     search_paths=search_paths, base_dir=base_dir)
+        parts.append(p.transformed(g.origin))
+    unit = inertia.combine(parts)
+    rho = inertia._mass_scale(unit.volume, density, mass, 'geometry') / unit.volume
+    return inertia.from_moments(unit.volume, rho * unit.mass, unit.com, rho * unit.inertia_com)
+
+
+def parse_link_geometry(root, kind='collision'):
+    """Shapes per link from a parsed URDF (``xml.etree`` root): ``{link: [Geometry, ...]}``.
+
+    ``kind`` is 'collision' or 'visual'; a link without shapes of that kind falls back to the
+    other kind. Unparsable shapes raise :class:`MeshError` naming the link.
+    """
+    out = {}
+    for link in root.findall('link'):
+        name = link.get('name')
+        shapes = link.findall(kind) or link.findall('visual' if kind == 'collision'
+                                                    else 'collision')
+        geometries = []
+        for shape in shapes:
+            geometry = shape.find('geometry')
+            if geometry is None or len(geometry) == 0:
+                continue
+            try:
+                geometries.append(_geometry(shape, geometry[0]))
+            except (TypeError, ValueError) as err:
+                raise MeshError(f'link {name!r}: cannot read <{geometry[0].tag}>: {err}') \
+                    from None
+        if geometries:
+            out[name] = geometries
+    return out
+
+
+def _floats(text, count):
+    values = [float(v) for v in text.split()]
+    if len(values) != count:
+        raise ValueError(f'expected {count} numbers, got {text!r}')
+    return values
+
+
+def _geometry(shape, g):
+    origin = np.eye(4)
+    o = shape.find('origin')
+    if o is not None:
+        origin[:3, :3] = matrix_from_rpy(_floats(o.get('rpy', '0 0 0'), 3))
+        origin[:3, 3] = _floats(o.get('xyz', '0 0 0'), 3)
+    if g.tag == 'box':
+        return Geometry(origin, 'box', size=tuple(_floats(g.get('size'), 3)))
+    if g.tag == 'cylinder':
+        return Geometry(origin, 'cylinder', radius=float(g.get('radius')),
+                        length=float(g.get('length')))
+    if g.tag == 'sphere':
+        return Geometry(origin, 'sphere', radius=float(g.get('radius')))
+    if g.tag == 'mesh':
+        scale = g.get('scale')
+        return Geometry(origin, 'mesh', filename=g.get('filename'),
+                        scale=tuple(_floats(scale, 3)) if scale else (1.0, 1.0, 1.0))
+    raise ValueError(f'unknown geometry <{g.tag}>')
