@@ -199,6 +199,22 @@ class RelativeMotion:
     angular_acceleration: np.ndarray
 
 
+def relative_twist(state, frame_i, frame_j, observer, expressed_in):
+    """Velocity (..., 3) [m/s] and angular velocity (..., 3) [rad/s] of ``frame_i`` relative to
+    ``frame_j``, observed from ``observer`` (L) and expressed in ``expressed_in`` (K): the first
+    half of :func:`relative_motion`, from a state computed with q and qd only.
+    """
+    if state.V_world_body is None:
+        raise InvalidInputError('relative_twist needs q and qd')
+    _, p_i, v_i, w_i = state.point_motion(frame_i)[:4]
+    _, p_j, v_j, w_j = state.point_motion(frame_j)[:4]
+    w_l = state.point_motion(observer)[3]
+    R_k = state.frame_pose(expressed_in)[..., :3, :3]
+    v = (v_i - v_j) - cross(w_l, p_i - p_j)
+    return (np.einsum('...ji,...j->...i', R_k, v),
+            np.einsum('...ji,...j->...i', R_k, w_i - w_j))
+
+
 def relative_motion(state, frame_i, frame_j, observer, expressed_in):
     """:class:`RelativeMotion` of ``frame_i`` w.r.t. ``frame_j`` observed from ``observer`` (L),
     expressed in ``expressed_in`` (K), from a state computed with q, qd and qdd.

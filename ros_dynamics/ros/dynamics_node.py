@@ -1,50 +1,48 @@
-"""The ros_dynamics node: gravity torques and frame poses from joint states, live.
+"""The ros_dynamics node: gravity and feedforward torques, tip poses, twists and Jacobians, live.
 
 Model source (robot_state_publisher's conventions): the ``robot_description`` parameter, else
 the ``urdf_file`` parameter, else the ``robot_description`` topic (``std_msgs/String``, reliable,
 transient-local, so a node started late still receives it). A description arriving later is
 built off to the side and swapped in; an invalid one is refused and the old model keeps serving.
 
-Per joint state: validate, merge into the latest state by name, one kinematics pass, then every
-output reads from that pass and is stamped with the joint state's time.
-
-Services ``~/compute_fk`` and ``~/solve_ik`` (ros_dynamics_interfaces) run beside the streaming
-path on a companion node with its own executor thread
-(:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), so a slow IK request
-never holds up joint states; each executor is single-threaded, the fastest rclpy offers.
+Per joint state (or at ``publish_rate``): validate, merge into the latest state by name, one
+kinematics pass, then every output reads from that pass and is stamped with the joint state's
+time. Services ``~/compute_fk`` and ``~/solve_ik`` run on a companion node with its own executor
+thread (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), so a slow IK
+request never holds up joint states; each executor is single-threaded, the fastest rclpy offers.
 """
 import math
 import re
 import sys
 import threading
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSProfile,
-    ReliabilityPolicy,
-)
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
 
-from ..engine import DynamicsError, RobotModel, kinematics, rnea
+from ..engine import DynamicsError, RobotModel, jacobians, kinematics, rnea
 from ..engine.spatial import inverse_transform
-from .conversions import pose_from_matrix
+from . import markers
+from .conversions import pose_from_matrix, vector6_to_twist, wrench_to_vector6
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
+from .trajectory_feedforward import InvalidTrajectory, from_message
 
 #: QoS of the robot_description topic, as robot_state_publisher publishes it.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              history=HistoryPolicy.KEEP_LAST)
-
 #: QoS of joint_states: best effort matches both sensor-data and reliable publishers; a deep
 #: history rides out bursts.
 JOINT_STATE_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
@@ -52,6 +50,7 @@ JOINT_STATE_QOS = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT
                              history=HistoryPolicy.KEEP_LAST)
 
 _THROTTLE_S = 5.0
+OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers')
 
 
 def topic_token(frame):
@@ -72,19 +71,32 @@ class DynamicsNode(Node):
         self._tips = ()
         self._base = ''
         self._command_index = None
-        self._pose_pubs = {}
+        self._tip_pubs = {}
+        self._wrenches = {}          # tip -> (frame_id, wrench (6,))
+        self._trajectory = None      # (Trajectory, start Time, index in q of its joints)
+        self._last_markers = 0.0
+        self._last_stamp = None
         self.counters = {'joint_states': 0, 'dropped': 0, 'published': 0,
-                         'descriptions_refused': 0}
+                         'trajectories': 0, 'trajectories_rejected': 0,
+                         'descriptions_refused': 0, 'wrenches_rejected': 0}
+        self._compute_times = []
 
         self._gravity_pub = self.create_publisher(JointState, 'gravity_torques', 10)
         self._command_pub = self.create_publisher(Float64MultiArray, 'gravity_command', 10)
+        self._ff_pub = self.create_publisher(Float64MultiArray, 'feedforward_command', 10)
+        self._ff_traj_pub = self.create_publisher(JointTrajectory, 'feedforward_trajectory', 10)
+        self._marker_pub = self.create_publisher(MarkerArray, 'markers', 10)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
                                  JOINT_STATE_QOS)
+        self.create_subscription(JointTrajectory, 'joint_trajectory', self._on_trajectory, 10)
         self.create_subscription(String, 'robot_description', self._on_description_msg,
                                  DESCRIPTION_QOS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(1.0, self._publish_diagnostics)
+        rate = self.get_parameter('publish_rate').value
+        if rate > 0:
+            self.create_timer(1.0 / rate, self._on_rate_timer)
 
         xml, source = self._initial_description()
         if xml is not None:
@@ -105,11 +117,29 @@ class DynamicsNode(Node):
                 'takes it); empty: use urdf_file, else the robot_description topic', True)
         declare('urdf_file', '', 'Path of a URDF file, used when robot_description is empty',
                 True)
-        declare('base_frame', '', 'Frame poses are expressed in; empty: the URDF root link')
-        declare('tip_frames', [''], 'Frames whose poses are published; empty: the leaf links')
-        declare('command_joints', [''], 'Joint order of the Float64MultiArray effort command '
+        declare('base_frame', '', 'Frame poses, twists and Jacobians are expressed in; empty: '
+                'the URDF root link')
+        declare('tip_frames', [''], 'Frames whose poses (and twists, Jacobians, wrenches) are '
+                'handled; empty: the leaf links')
+        declare('command_joints', [''], 'Joint order of the Float64MultiArray effort commands '
                 '(as the ForwardCommandController joints list); empty: the model order')
         declare('gravity', [0.0, 0.0, -9.81], 'Gravity vector in the root frame [m/s^2]')
+        declare('publish_rate', 0.0, 'Output rate [Hz]; 0: on every joint state', True)
+        for output in OUTPUTS:
+            declare(f'publish.{output}', True, f'Publish the {output} outputs')
+        declare('markers_rate', 10.0, 'Highest rate of the rviz markers [Hz]')
+        declare('friction', False, 'Add URDF <dynamics> viscous damping and Coulomb friction to '
+                'the feedforward torques')
+        declare('rotor_inertia.joints', [''], 'Joints with rotor (armature) inertia')
+        declare('rotor_inertia.values', [0.0], 'Rotor inertia of those joints [kg m^2], '
+                'motor side when gear_ratios are given')
+        declare('rotor_inertia.gear_ratios', [0.0], 'Gear ratios N of those joints (reflected '
+                'inertia J_m N^2); [0.0]: the values are already reflected')
+        declare('payload.frame', '', 'Frame the payload is fixed to; empty: no payload')
+        declare('payload.mass', 0.0, 'Payload mass [kg]')
+        declare('payload.com', [0.0, 0.0, 0.0], 'Payload center of mass in its frame [m]')
+        declare('payload.inertia', [0.0] * 6, 'Payload inertia about its center of mass, '
+                'ixx ixy ixz iyy iyz izz [kg m^2]')
         declare('strict_inertia', False, 'Refuse descriptions with physically impossible '
                 'inertials instead of warning', True)
         declare('ik.tip_frame', '', 'Default tip frame of ~/solve_ik; empty: the first tip '
@@ -119,8 +149,13 @@ class DynamicsNode(Node):
                 '[rad]')
         declare('ik.timeout', 0.05, 'Default time budget of ~/solve_ik [s]')
 
-    def _string_list(self, name):
-        return [s for s in self.get_parameter(name).value if s]
+    def _value(self, name, overrides=None):
+        if overrides and name in overrides:
+            return overrides[name]
+        return self.get_parameter(name).value
+
+    def _string_list(self, name, overrides=None):
+        return [s for s in self._value(name, overrides) if s]
 
     def _initial_description(self):
         xml = self.get_parameter('robot_description').value
@@ -136,44 +171,103 @@ class DynamicsNode(Node):
         return None, None
 
     def _on_set_parameters(self, params):
-        for p in params:
-            if p.name == 'gravity':
-                g = list(p.value)
-                if len(g) != 3 or not all(math.isfinite(x) for x in g):
-                    return SetParametersResult(successful=False,
-                                               reason='gravity: expected 3 finite values [m/s^2]')
-                if self._model is not None:
-                    self._model.set_gravity(g)
-            elif p.name in ('ik.position_tolerance', 'ik.orientation_tolerance', 'ik.timeout'):
-                if not (math.isfinite(p.value) and p.value > 0):
-                    return SetParametersResult(successful=False,
-                                               reason=f'{p.name}: expected a finite value > 0')
-            elif p.name == 'ik.tip_frame' and p.value and self._model is not None and \
-                    p.value not in self._model.frame_names:
-                return SetParametersResult(successful=False,
-                                           reason=f'ik.tip_frame: unknown frame {p.value!r}')
-            elif p.name in ('base_frame', 'tip_frames', 'command_joints') and \
-                    self._model is not None:
-                value = p.value if p.name == 'base_frame' else [s for s in p.value if s]
-                problem = self._check_frames_and_joints(self._model, p.name, value)
-                if problem:
-                    return SetParametersResult(successful=False, reason=problem)
+        new = {p.name: p.value for p in params}
+        for name, value in new.items():
+            if name == 'gravity':
+                if len(value) != 3 or not all(math.isfinite(x) for x in value):
+                    return _refuse('gravity: expected 3 finite values [m/s^2]')
+            elif name in ('ik.position_tolerance', 'ik.orientation_tolerance', 'ik.timeout',
+                          'markers_rate'):
+                if not (math.isfinite(value) and value > 0):
+                    return _refuse(f'{name}: expected a finite value > 0')
+        model = self._model
+        if model is None:
+            return SetParametersResult(successful=True)
+        try:
+            self._configure(model, new)
+        except ValueError as err:
+            return _refuse(str(err))
         return SetParametersResult(successful=True)
 
     # --- model ------------------------------------------------------------------------------
 
-    def _check_frames_and_joints(self, model, name, value):
-        if name == 'base_frame' and value and value not in model.frame_names:
-            return f'base_frame: unknown frame {value!r}; valid: {list(model.frame_names)}'
-        if name == 'tip_frames':
-            bad = [f for f in value if f not in model.frame_names]
+    def _configure(self, model, overrides=None):
+        """Validate the frame/joint/dynamics parameters against ``model`` and apply them.
+
+        Raises ValueError with a reason; nothing is applied then.
+        """
+        tips = self._string_list('tip_frames', overrides) or _leaf_frames(model)
+        base = self._value('base_frame', overrides) or model.root_frame
+        command = self._string_list('command_joints', overrides) or list(model.joint_names)
+        ik_tip = self._value('ik.tip_frame', overrides)
+        for label, frames in (('tip_frames', tips), ('base_frame', [base]),
+                              ('ik.tip_frame', [ik_tip] if ik_tip else [])):
+            bad = [f for f in frames if f not in model.frame_names]
             if bad:
-                return f'tip_frames: unknown frames {bad}; valid: {list(model.frame_names)}'
-        if name == 'command_joints':
-            bad = [j for j in value if j not in model.joint_names]
-            if bad:
-                return f'command_joints: unknown joints {bad}; valid: {list(model.joint_names)}'
-        return None
+                raise ValueError(f'{label}: unknown frames {bad}; valid: {list(model.frame_names)}')
+        bad = [j for j in command if j not in model.joint_names]
+        if bad:
+            raise ValueError(f'command_joints: unknown joints {bad}; valid: '
+                             f'{list(model.joint_names)}')
+        rotor = self._rotor_inertia(model, overrides)
+        payload = self._payload(model, overrides)
+        gravity = self._value('gravity', overrides)
+        # Everything is valid: apply.
+        model.set_gravity(gravity)
+        model.set_rotor_inertia(rotor)
+        model.clear_payloads()
+        if payload is not None:
+            model.set_payload(*payload)
+        with self._lock:
+            self._tips = tuple(tips)
+            self._base = base
+            self._command_index = np.array([model.joint_index(j) for j in command], dtype=int)
+            for tip in tips:
+                if tip not in self._tip_pubs:
+                    token = topic_token(tip)
+                    self._tip_pubs[tip] = (
+                        self.create_publisher(PoseStamped, f'poses/{token}', 10),
+                        self.create_publisher(TwistStamped, f'twists/{token}', 10),
+                        self.create_publisher(Float64MultiArray, f'jacobians/{token}', 10),
+                        self.create_subscription(WrenchStamped, f'wrenches/{token}',
+                                                 lambda m, t=tip: self._on_wrench(t, m), 10))
+
+    def _rotor_inertia(self, model, overrides):
+        joints = self._string_list('rotor_inertia.joints', overrides)
+        values = list(self._value('rotor_inertia.values', overrides))
+        ratios = list(self._value('rotor_inertia.gear_ratios', overrides))
+        if not joints:
+            return np.zeros(model.nq)
+        if len(values) != len(joints) or (ratios != [0.0] and len(ratios) != len(joints)):
+            raise ValueError('rotor_inertia: joints, values (and gear_ratios) need one entry '
+                             f'per joint, got {len(joints)}, {len(values)}, {len(ratios)}')
+        out = np.zeros(model.nq)
+        for k, joint in enumerate(joints):
+            if joint not in model.joint_names:
+                raise ValueError(f'rotor_inertia.joints: unknown joint {joint!r}')
+            n = ratios[k] if ratios != [0.0] else 1.0
+            value = values[k] * n * n
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f'rotor_inertia: value of {joint!r} must be finite and >= 0')
+            out[model.joint_index(joint)] = value
+        return out
+
+    def _payload(self, model, overrides):
+        frame = self._value('payload.frame', overrides)
+        mass = self._value('payload.mass', overrides)
+        if not frame or mass == 0:
+            return None
+        if frame not in model.frame_names:
+            raise ValueError(f'payload.frame: unknown frame {frame!r}')
+        com = list(self._value('payload.com', overrides))
+        i = list(self._value('payload.inertia', overrides))
+        if len(com) != 3 or len(i) != 6:
+            raise ValueError('payload: com needs 3 values and inertia 6 (ixx ixy ixz iyy iyz izz)')
+        values = [mass] + com + i
+        if not all(math.isfinite(v) for v in values) or mass < 0:
+            raise ValueError('payload: mass must be >= 0 and every value finite')
+        inertia = np.array([[i[0], i[1], i[2]], [i[1], i[3], i[4]], [i[2], i[4], i[5]]])
+        return frame, mass, np.array(com), inertia
 
     def _on_description_msg(self, msg):
         self.load_description(msg.data, 'the robot_description topic')
@@ -183,8 +277,8 @@ class DynamicsNode(Node):
         try:
             model = RobotModel.from_urdf_string(
                 xml, strict=self.get_parameter('strict_inertia').value)
-            model.set_gravity(self.get_parameter('gravity').value)
-        except DynamicsError as err:
+            self._configure(model)
+        except (DynamicsError, ValueError) as err:
             self.counters['descriptions_refused'] += 1
             self.get_logger().error(f'refused the robot description from {source}: {err}'
                                     + ('; the previous model keeps serving'
@@ -192,38 +286,21 @@ class DynamicsNode(Node):
             return False
         for note in model.warnings:
             self.get_logger().warning(f'robot description: {note}')
-        tips = self._string_list('tip_frames') or _leaf_frames(model)
-        base = self.get_parameter('base_frame').value
-        command = self._string_list('command_joints') or list(model.joint_names)
-        for name, value in (('tip_frames', tips), ('base_frame', base),
-                            ('command_joints', command)):
-            problem = self._check_frames_and_joints(model, name, value)
-            if problem:
-                self.counters['descriptions_refused'] += 1
-                self.get_logger().error(f'refused the robot description from {source}: {problem}')
-                return False
         merger = JointStateMerger(model.joint_names, model.mimic_joint_names)
         with self._lock:
             self._model = model
             self._merger = merger
-            self._tips = tuple(tips)
-            self._base = base or model.root_frame
-            self._command_index = np.array([model.joint_index(j) for j in command], dtype=int)
-            for tip in tips:
-                if tip not in self._pose_pubs:
-                    self._pose_pubs[tip] = self.create_publisher(
-                        PoseStamped, f'poses/{topic_token(tip)}', 10)
+            self._trajectory = None
         self.get_logger().info(f'model {model.name!r} from {source}: {model.nq} joints, '
-                               f'{len(model.frame_names)} frames, tips {list(tips)}')
+                               f'{len(model.frame_names)} frames, tips {list(self._tips)}')
         return True
 
-    # --- streaming path -----------------------------------------------------------------------
+    # --- inputs -------------------------------------------------------------------------------
 
     def _on_joint_state(self, msg):
         self.counters['joint_states'] += 1
         with self._lock:
-            model, merger, tips, base = self._model, self._merger, self._tips, self._base
-            command_index = self._command_index
+            model, merger = self._model, self._merger
         if model is None:
             self.get_logger().warning('joint states received but no robot model is loaded yet',
                                       throttle_duration_sec=_THROTTLE_S)
@@ -243,26 +320,175 @@ class DynamicsNode(Node):
             self.get_logger().warning(f'waiting for joint states of {missing}',
                                       throttle_duration_sec=_THROTTLE_S)
             return
-        state = kinematics.forward_kinematics(model, merger.q)
-        tau = rnea.gravity_torques(model, state)
-        stamp = msg.header.stamp
+        self._last_stamp = msg.header.stamp
+        if self.get_parameter('publish_rate').value <= 0:
+            self._compute_and_publish(model, merger.q.copy(), merger.qd.copy(), msg.header.stamp)
 
-        out = JointState()
-        out.header.stamp = stamp
-        out.name = list(model.joint_names)
-        out.effort = tau.tolist()
-        self._gravity_pub.publish(out)
-        self._command_pub.publish(_float_array(tau[command_index], 'joints'))
+    def _on_rate_timer(self):
+        with self._lock:
+            model, merger = self._model, self._merger
+        if model is not None and merger.complete:
+            self._compute_and_publish(model, merger.q.copy(), merger.qd.copy(),
+                                      self.get_clock().now().to_msg())
 
+    def _on_wrench(self, tip, msg):
+        w = wrench_to_vector6(msg.wrench)
+        model = self._model
+        frame = msg.header.frame_id or tip
+        if not np.all(np.isfinite(w)) or (model is not None and frame not in model.frame_names):
+            self.counters['wrenches_rejected'] += 1
+            self.get_logger().warning(f'rejected a wrench for {tip!r}: NaN/Inf or unknown frame '
+                                      f'{frame!r}', throttle_duration_sec=_THROTTLE_S)
+            return
+        with self._lock:
+            if np.any(w):
+                self._wrenches[tip] = (frame, w)
+            else:
+                self._wrenches.pop(tip, None)
+
+    def _on_trajectory(self, msg):
+        with self._lock:
+            model, merger = self._model, self._merger
+        if model is None:
+            self.get_logger().warning('trajectory received but no robot model is loaded yet',
+                                      throttle_duration_sec=_THROTTLE_S)
+            return
+        try:
+            traj = from_message(msg, model.joint_names)
+        except InvalidTrajectory as err:
+            self.counters['trajectories_rejected'] += 1
+            self.get_logger().warning(f'rejected a trajectory: {err}',
+                                      throttle_duration_sec=_THROTTLE_S)
+            return
+        index = np.array([model.joint_index(j) for j in traj.joint_names], dtype=int)
+        base = merger.q.copy() if merger.complete else model.middle_configuration()
+        q = np.repeat(base[None, :], len(traj.times), axis=0)
+        qd = np.zeros_like(q)
+        qdd = np.zeros_like(q)
+        q[:, index], qd[:, index], qdd[:, index] = \
+            traj.positions, traj.velocities, traj.accelerations
+        tau = model.inverse_dynamics(q, qd, qdd, friction=self.get_parameter('friction').value)
+        out = JointTrajectory()
+        out.header = msg.header
+        out.joint_names = list(traj.joint_names)
+        out.points = list(msg.points)
+        for point, effort in zip(out.points, tau[:, index]):
+            point.effort = effort.tolist()
+        self._ff_traj_pub.publish(out)
+        stamp = Time.from_msg(msg.header.stamp)
+        start = stamp if stamp.nanoseconds > 0 else self.get_clock().now()
+        with self._lock:
+            self._trajectory = (traj, start, index)
+        self.counters['trajectories'] += 1
+
+    # --- outputs ------------------------------------------------------------------------------
+
+    def _compute_and_publish(self, model, q, qd, stamp):
+        started = time.perf_counter()
+        with self._lock:
+            tips, base, command_index = self._tips, self._base, self._command_index
+            wrenches = dict(self._wrenches)
+            trajectory = self._trajectory
+        on = {o: self.get_parameter(f'publish.{o}').value for o in OUTPUTS}
+        state = kinematics.forward_kinematics(model, q, qd, check=False)
+        tau_g = rnea.gravity_torques(model, state)
+        for tip, (frame, w) in wrenches.items():
+            if tip in tips:
+                R = state.frame_pose(frame)[:3, :3]
+                world = np.concatenate([R @ w[:3], R @ w[3:]])
+                J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
+                tau_g = tau_g + J.T @ world
+        if on['gravity']:
+            out = JointState()
+            out.header.stamp = stamp
+            out.name = list(model.joint_names)
+            out.effort = tau_g.tolist()
+            self._gravity_pub.publish(out)
+            self._command_pub.publish(_float_array(tau_g[command_index], 'joints'))
         T_world_base = state.frame_pose(base)
+        R_base = T_world_base[:3, :3]
         T_base_world = inverse_transform(T_world_base)
         for tip in tips:
-            pose = PoseStamped()
-            pose.header.stamp = stamp
-            pose.header.frame_id = base
-            pose_from_matrix(T_base_world @ state.frame_pose(tip), pose.pose)
-            self._pose_pubs[tip].publish(pose)
+            pose_pub, twist_pub, jac_pub, _ = self._tip_pubs[tip]
+            if on['poses']:
+                pose = PoseStamped()
+                pose.header.stamp, pose.header.frame_id = stamp, base
+                pose_from_matrix(T_base_world @ state.frame_pose(tip), pose.pose)
+                pose_pub.publish(pose)
+            if on['twists']:
+                v, w = kinematics.relative_twist(state, tip, base, base, base)
+                twist = TwistStamped()
+                twist.header.stamp, twist.header.frame_id = stamp, base
+                vector6_to_twist(np.concatenate([v, w]), twist.twist)
+                twist_pub.publish(twist)
+            if on['jacobians']:
+                J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
+                J = np.vstack([R_base.T @ J[:3], R_base.T @ J[3:]])
+                jac_pub.publish(_jacobian_array(J, model.joint_names, base))
+        if on['feedforward'] and trajectory is not None:
+            self._publish_feedforward(model, q, trajectory, command_index)
+        if on['markers']:
+            self._publish_markers(model, state, tips, base, T_base_world, tau_g, stamp)
         self.counters['published'] += 1
+        self._compute_times.append(time.perf_counter() - started)
+
+    def _publish_feedforward(self, model, q, trajectory, command_index):
+        traj, start, index = trajectory
+        t = (self.get_clock().now() - start).nanoseconds * 1e-9
+        if t > traj.duration:
+            with self._lock:
+                if self._trajectory is trajectory:
+                    self._trajectory = None
+            return
+        qt, qdt, qddt = traj.sample(t)
+        q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nq), np.zeros(model.nq)
+        q_ff[index], qd_ff[index], qdd_ff[index] = qt, qdt, qddt
+        tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff,
+                                     friction=self.get_parameter('friction').value)
+        self._ff_pub.publish(_float_array(tau[command_index], 'joints'))
+
+    def _publish_markers(self, model, state, tips, base, T_base_world, tau_g, stamp):
+        now = time.monotonic()
+        if now - self._last_markers < 1.0 / self.get_parameter('markers_rate').value:
+            return
+        self._last_markers = now
+        R, p = T_base_world[:3, :3], T_base_world[:3, 3]
+        ellipsoids = []
+        for tip in tips:
+            J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
+            axes, lengths = markers.manipulability_ellipsoid(R @ J[:3])
+            ellipsoids.append(((T_base_world @ state.frame_pose(tip))[:3, 3], axes, lengths))
+        z, origins = state.joint_axes_world
+        independent = [model.moving_joint_names.index(n) for n in model.joint_names]
+        com = R @ rnea.center_of_mass(model, state) + p if model.total_mass > 0 else p
+        self._marker_pub.publish(markers.build(
+            base, stamp, com, tips, ellipsoids, (origins[independent] @ R.T) + p,
+            z[independent] @ R.T, tau_g, model.effort_limits))
+
+    def _publish_diagnostics(self):
+        status = DiagnosticStatus()
+        status.name = f'{self.get_name()}: dynamics'
+        status.hardware_id = self._model.name if self._model is not None else ''
+        if self._model is None:
+            status.level = DiagnosticStatus.WARN
+            status.message = 'no robot model loaded'
+        elif self.counters['dropped'] or self.counters['trajectories_rejected']:
+            status.level = DiagnosticStatus.WARN
+            status.message = 'invalid inputs dropped'
+        else:
+            status.level = DiagnosticStatus.OK
+            status.message = 'ok'
+        times, self._compute_times = self._compute_times, []
+        values = dict(self.counters)
+        values['outputs_per_second'] = len(times)
+        if times:
+            values['compute_time_median_ms'] = f'{1e3 * float(np.median(times)):.3f}'
+            values['compute_time_max_ms'] = f'{1e3 * float(np.max(times)):.3f}'
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        array.status = [status]
+        self._diag_pub.publish(array)
 
     # --- state shared with the service node ---------------------------------------------------
 
@@ -282,24 +508,9 @@ class DynamicsNode(Node):
         """Tip frames of the current model."""
         return self._tips
 
-    def _publish_diagnostics(self):
-        status = DiagnosticStatus()
-        status.name = f'{self.get_name()}: dynamics'
-        status.hardware_id = self._model.name if self._model is not None else ''
-        if self._model is None:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'no robot model loaded'
-        elif self.counters['dropped']:
-            status.level = DiagnosticStatus.WARN
-            status.message = 'invalid joint states dropped'
-        else:
-            status.level = DiagnosticStatus.OK
-            status.message = 'ok'
-        status.values = [KeyValue(key=k, value=str(v)) for k, v in self.counters.items()]
-        array = DiagnosticArray()
-        array.header.stamp = self.get_clock().now().to_msg()
-        array.status = [status]
-        self._diag_pub.publish(array)
+
+def _refuse(reason):
+    return SetParametersResult(successful=False, reason=reason)
 
 
 def _leaf_frames(model):
@@ -312,6 +523,17 @@ def _float_array(values, label):
     msg = Float64MultiArray()
     msg.layout.dim = [MultiArrayDimension(label=label, size=len(values), stride=len(values))]
     msg.data = [float(v) for v in values]
+    return msg
+
+
+def _jacobian_array(J, joint_names, base):
+    """6 x n Jacobian, row-major; rows vx vy vz wx wy wz in ``base`` axes, columns joints."""
+    n = J.shape[1]
+    msg = Float64MultiArray()
+    msg.layout.dim = [
+        MultiArrayDimension(label=f'rows:vx,vy,vz,wx,wy,wz@{base}', size=6, stride=6 * n),
+        MultiArrayDimension(label='cols:' + ','.join(joint_names), size=n, stride=n)]
+    msg.data = J.ravel().tolist()
     return msg
 
 

@@ -1,0 +1,75 @@
+"""rviz markers of the dynamics: center of mass, manipulability ellipsoids, gravity torques.
+
+All markers are in one URDF link frame (the node's base frame), so rviz draws them beside the
+RobotModel display that robot_state_publisher's TF drives.
+"""
+from geometry_msgs.msg import Point
+import numpy as np
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ..engine.rotations import quat_xyzw_from_matrix
+
+_NS = 'ros_dynamics'
+
+
+def _marker(frame, stamp, marker_id, ns, kind, rgba):
+    m = Marker()
+    m.header.frame_id = frame
+    m.header.stamp = stamp
+    m.ns = f'{_NS}/{ns}'
+    m.id = marker_id
+    m.type = kind
+    m.action = Marker.ADD
+    m.color.r, m.color.g, m.color.b, m.color.a = rgba
+    m.pose.orientation.w = 1.0
+    return m
+
+
+def _set_position(m, p):
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in p)
+
+
+def manipulability_ellipsoid(J_linear):
+    """Axes (3, 3) (columns, right-handed) and semi-axis lengths (3,) of the velocity
+    manipulability ellipsoid ``{J qd : |qd| <= 1}`` from the linear rows ``J_linear`` (3, n).
+    """
+    values, axes = np.linalg.eigh(J_linear @ J_linear.T)
+    if np.linalg.det(axes) < 0:
+        axes[:, 2] = -axes[:, 2]
+    return axes, np.sqrt(np.clip(values, 0.0, None))
+
+
+def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torques, effort_limits,
+          scale=0.2):
+    """MarkerArray: COM sphere, one ellipsoid per tip and one arrow per joint along its axis
+    whose length shows the gravity torque (relative to the effort limit when one is known).
+
+    Positions, axes and ellipsoids are given in ``frame``; ``scale`` [m] sizes ellipsoids and
+    arrows.
+    """
+    out = MarkerArray()
+    m = _marker(frame, stamp, 0, 'center_of_mass', Marker.SPHERE, (1.0, 0.8, 0.0, 0.9))
+    _set_position(m, com)
+    m.scale.x = m.scale.y = m.scale.z = 0.05
+    out.markers.append(m)
+    for i, (tip, (position, axes, lengths)) in enumerate(zip(tips, ellipsoids)):
+        m = _marker(frame, stamp, i, 'manipulability', Marker.SPHERE, (0.2, 0.6, 1.0, 0.4))
+        m.text = tip
+        _set_position(m, position)
+        qx, qy, qz, qw = (float(v) for v in quat_xyzw_from_matrix(axes))
+        m.pose.orientation.x, m.pose.orientation.y = qx, qy
+        m.pose.orientation.z, m.pose.orientation.w = qz, qw
+        top = max(float(np.max(lengths)), 1e-9)
+        m.scale.x, m.scale.y, m.scale.z = (max(float(v) / top * scale, 1e-3) for v in lengths)
+        out.markers.append(m)
+    for k, (p, z, tau, limit) in enumerate(zip(joint_origins, joint_axes, torques, effort_limits)):
+        ratio = tau / limit if np.isfinite(limit) and limit > 0 else np.tanh(tau / 10.0)
+        m = _marker(frame, stamp, k, 'gravity_torque', Marker.ARROW,
+                    (1.0, 0.2, 0.2, 0.9) if tau >= 0 else (0.2, 0.2, 1.0, 0.9))
+        m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+                    Point(x=float(p[0] + z[0] * ratio * scale),
+                          y=float(p[1] + z[1] * ratio * scale),
+                          z=float(p[2] + z[2] * ratio * scale))]
+        m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.02
+        out.markers.append(m)
+    return out

@@ -1,0 +1,125 @@
+"""Joint trajectories as a joint_trajectory_controller follows them, for torque feedforward.
+
+A trajectory is validated and turned into arrays: times (k,) [s] from its start, and positions,
+velocities and accelerations (k, n) of its joints. Where the message leaves velocities or
+accelerations out, they come from the spline joint_trajectory_controller interpolates with:
+positions only -> linear segments (velocity = the slope of the segment a point starts, zero
+acceleration); positions and velocities -> cubic Hermite segments; all three -> quintic segments.
+"""
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+
+class InvalidTrajectory(ValueError):
+    """A trajectory that must be rejected; the message says why."""
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """A validated trajectory of some joints (names in the message's order)."""
+
+    joint_names: tuple
+    times: np.ndarray          # (k,) [s] from the trajectory start, increasing
+    positions: np.ndarray      # (k, n)
+    velocities: np.ndarray     # (k, n)
+    accelerations: np.ndarray  # (k, n)
+    order: int                 # 1 linear, 3 cubic, 5 quintic
+
+    @property
+    def duration(self):
+        """Time of the last point [s]."""
+        return float(self.times[-1])
+
+    def sample(self, t):
+        """Positions, velocities, accelerations (n,) at time ``t`` [s] from the start.
+
+        Before the first point and after the last one the robot is held there (zero velocity
+        and acceleration).
+        """
+        times = self.times
+        n = self.positions.shape[1]
+        if t < times[0] or len(times) == 1:
+            return self.positions[0], np.zeros(n), np.zeros(n)
+        if t >= times[-1]:
+            return self.positions[-1], np.zeros(n), np.zeros(n)
+        k = int(np.searchsorted(times, t, side='right')) - 1
+        return _segment(self, k, t - times[k])
+
+
+def from_message(msg, known_joints):
+    """Validate a trajectory_msgs/JointTrajectory and build a :class:`Trajectory`.
+
+    Raises :class:`InvalidTrajectory` naming the fault: no joint names, duplicate or unknown
+    joints, no points, arrays of the wrong length, time_from_start not increasing, NaN/Inf.
+    """
+    names = list(msg.joint_names)
+    if not names:
+        raise InvalidTrajectory('no joint names')
+    if len(set(names)) != len(names):
+        raise InvalidTrajectory(f'duplicate joint names in {names}')
+    unknown = [j for j in names if j not in known_joints]
+    if unknown:
+        raise InvalidTrajectory(f'unknown joints {unknown}; the model has {list(known_joints)}')
+    points = list(msg.points)
+    if not points:
+        raise InvalidTrajectory('no points')
+    n = len(names)
+    has_vel = all(len(p.velocities) for p in points)
+    has_acc = has_vel and all(len(p.accelerations) for p in points)
+    times, pos, vel, acc = [], [], [], []
+    for i, p in enumerate(points):
+        for field, values, needed in (('positions', p.positions, True),
+                                      ('velocities', p.velocities, has_vel),
+                                      ('accelerations', p.accelerations, has_acc)):
+            if (needed or len(values)) and len(values) != n:
+                raise InvalidTrajectory(f'point {i}: {len(values)} {field} for {n} joints')
+            if not all(math.isfinite(v) for v in values):
+                raise InvalidTrajectory(f'point {i}: {field} hold NaN or Inf')
+        times.append(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9)
+        pos.append(list(p.positions))
+        vel.append(list(p.velocities) if has_vel else [0.0] * n)
+        acc.append(list(p.accelerations) if has_acc else [0.0] * n)
+    times = np.array(times)
+    if np.any(np.diff(times) <= 0):
+        bad = int(np.argmax(np.diff(times) <= 0)) + 1
+        raise InvalidTrajectory(f'time_from_start must increase: point {bad} at '
+                                f'{times[bad]:.6g} s follows {times[bad - 1]:.6g} s')
+    pos, vel, acc = np.array(pos), np.array(vel), np.array(acc)
+    order = 5 if has_acc else 3 if has_vel else 1
+    traj = Trajectory(tuple(names), times, pos, vel, acc, order)
+    if order == 1:
+        slopes = np.diff(pos, axis=0) / np.diff(times)[:, None] if len(times) > 1 \
+            else np.zeros((0, n))
+        vel = np.vstack([slopes, np.zeros((1, n))])
+        traj = Trajectory(tuple(names), times, pos, vel, np.zeros_like(pos), 1)
+    elif order == 3:
+        acc = np.array([_segment(traj, min(k, len(times) - 2), 0.0)[2] if k < len(times) - 1
+                        else _segment(traj, k - 1, times[k] - times[k - 1])[2]
+                        for k in range(len(times))]) if len(times) > 1 else np.zeros_like(pos)
+        traj = Trajectory(tuple(names), times, pos, vel, acc, 3)
+    return traj
+
+
+def _segment(traj, k, s):
+    """Sample segment k (points k, k+1) at ``s`` seconds into it."""
+    T = traj.times[k + 1] - traj.times[k]
+    q0, q1 = traj.positions[k], traj.positions[k + 1]
+    if traj.order == 1:
+        v = (q1 - q0) / T
+        return q0 + v * s, v, np.zeros_like(v)
+    v0, v1 = traj.velocities[k], traj.velocities[k + 1]
+    if traj.order == 3:
+        c2 = (3 * (q1 - q0) / T - 2 * v0 - v1) / T
+        c3 = (2 * (q0 - q1) / T + v0 + v1) / (T * T)
+        return (q0 + v0 * s + c2 * s * s + c3 * s ** 3, v0 + 2 * c2 * s + 3 * c3 * s * s,
+                2 * c2 + 6 * c3 * s)
+    a0, a1 = traj.accelerations[k], traj.accelerations[k + 1]
+    T2, T3 = T * T, T ** 3
+    c3 = (20 * (q1 - q0) - (8 * v1 + 12 * v0) * T - (3 * a0 - a1) * T2) / (2 * T3)
+    c4 = (30 * (q0 - q1) + (14 * v1 + 16 * v0) * T + (3 * a0 - 2 * a1) * T2) / (2 * T3 * T)
+    c5 = (12 * (q1 - q0) - 6 * (v1 + v0) * T - (a0 - a1) * T2) / (2 * T3 * T2)
+    return (q0 + v0 * s + 0.5 * a0 * s * s + c3 * s ** 3 + c4 * s ** 4 + c5 * s ** 5,
+            v0 + a0 * s + 3 * c3 * s * s + 4 * c4 * s ** 3 + 5 * c5 * s ** 4,
+            a0 + 6 * c3 * s + 12 * c4 * s * s + 20 * c5 * s ** 3)
