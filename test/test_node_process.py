@@ -104,7 +104,8 @@ def test_node_takes_a_late_robot_description_from_the_topic(ros, tmp_path):
         assert spin_until(ros, lambda: len(got) > 3, 10.0, lambda: pub.publish(joint_state(q)))
         np.testing.assert_allclose(got[-1].effort, MODEL.gravity_torques(q), atol=1e-9)
     finally:
-        assert node.stop() == 0
+        code = node.stop()
+        assert code == 0, node.output()
     assert 'refused the robot description from the robot_description topic' in node.output()
 
 

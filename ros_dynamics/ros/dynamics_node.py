@@ -11,6 +11,7 @@ time. Services ``~/compute_fk`` and ``~/solve_ik`` run on a companion node with 
 thread (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), so a slow IK
 request never holds up joint states; each executor is single-threaded, the fastest rclpy offers.
 """
+import faulthandler
 import math
 import re
 import sys
@@ -539,6 +540,7 @@ def _jacobian_array(J, joint_names, base):
 
 def main(args=None):
     """Entry point of ``ros2 run ros_dynamics dynamics_node``."""
+    faulthandler.enable()      # a crash in native code prints the Python stack
     rclpy.init(args=args)
     # Let the streaming callbacks take the interpreter back quickly while an IK solve runs.
     sys.setswitchinterval(0.0005)
