@@ -20,6 +20,14 @@ test: env
 demo: env
 	$(RUN) python -m ros_dynamics.demo $(if $(URDF),--urdf "$(URDF)") $(DEMO_ARGS)
 
+# Benchmarks against the peers (installed into .venv on first use); writes benchmarks/results/.
+bench: env .venv/.bench_requirements
+	$(RUN) python benchmarks/run.py $(BENCH_ARGS)
+
+.venv/.bench_requirements: benchmarks/requirements.txt
+	$(RUN) python -m pip install -q --disable-pip-version-check -r benchmarks/requirements.txt
+	touch $@
+
 lint: env
 	$(RUN) ruff check --config .ci/ruff.toml ros_dynamics test benchmarks launch
 

@@ -9,6 +9,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_ruff():
     result = subprocess.run(
         [sys.executable, '-m', 'ruff', 'check', '--no-cache', '--config',
-         os.path.join(REPO, '.ci', 'ruff.toml'), 'ros_dynamics', 'test', 'launch', 'setup.py'],
+         os.path.join(REPO, '.ci', 'ruff.toml'), 'ros_dynamics', 'test', 'launch', 'benchmarks',
+         'setup.py'],
         cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,296 @@
+"""Adapters: each library that installs here, loading one robot and timing the same operations.
+
+Every adapter exposes ``ops``: name -> callable(q, qd, qdd) for the operations it can do;
+an operation it cannot do is missing and the report says why (``notes``). Peers load a copy of
+the URDF without geometry (some cannot resolve ``package://`` mesh URIs; geometry plays no part
+in kinematics or dynamics).
+"""
+import os
+import tempfile
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+OPERATIONS = ('frame_pose', 'all_frame_poses', 'jacobian', 'gravity', 'inverse_dynamics',
+              'mass_matrix', 'forward_dynamics')
+
+
+def kinematic_copy(path):
+    """Path of a copy of the URDF with links reduced to their inertials."""
+    root = ET.parse(path).getroot()
+    for link in root.findall('link'):
+        for child in list(link):
+            if child.tag != 'inertial':
+                link.remove(child)
+    for tag in ('transmission', 'gazebo'):
+        for elem in root.findall(tag):
+            root.remove(elem)
+    fd, out = tempfile.mkstemp(suffix='.urdf', prefix='ros_dynamics_bench_')
+    os.close(fd)
+    ET.ElementTree(root).write(out)
+    return out
+
+
+class Ours:
+    """ros_dynamics itself."""
+
+    name = 'ros_dynamics'
+
+    def __init__(self, model, tip):
+        m = model
+        self.notes = {}
+        self.ops = {
+            'frame_pose': lambda q, qd, qdd: m.frame_pose(q, tip),
+            'all_frame_poses': lambda q, qd, qdd: m.kinematics(q).frame_poses(),
+            'jacobian': lambda q, qd, qdd: m.jacobian(q, tip),
+            'gravity': lambda q, qd, qdd: m.gravity_torques(q),
+            'inverse_dynamics': lambda q, qd, qdd: m.inverse_dynamics(q, qd, qdd),
+            'mass_matrix': lambda q, qd, qdd: m.mass_matrix(q),
+            'forward_dynamics': lambda q, qd, qdd: m.forward_dynamics(q, qd, qdd),
+        }
+
+
+class Pinocchio:
+    """Pinocchio's Python bindings (the reference)."""
+
+    name = 'pinocchio'
+
+    def __init__(self, model, tip, path):
+        import pinocchio as pin
+        self.pin = pin
+        pm = pin.buildModelFromUrdf(path)
+        pd = pm.createData()
+        fid = pm.getFrameId(tip)
+        idx_v = [pm.joints[pm.getJointId(n)].idx_v for n in model.moving_joint_names]
+        G = np.zeros((pm.nv, model.nq))
+        G[idx_v] = model.mimic_matrix
+        self.convert = lambda q: _pin_q(pin, pm, model, q)
+        self.G = G
+        self.notes = {}
+
+        def pose(q, qd, qdd):
+            pin.forwardKinematics(pm, pd, q)
+            return pin.updateFramePlacement(pm, pd, fid)
+
+        self.ops = {
+            'frame_pose': pose,
+            'all_frame_poses': lambda q, qd, qdd: pin.framesForwardKinematics(pm, pd, q),
+            'jacobian': lambda q, qd, qdd: pin.computeFrameJacobian(
+                pm, pd, q, fid, pin.LOCAL_WORLD_ALIGNED),
+            'gravity': lambda q, qd, qdd: pin.computeGeneralizedGravity(pm, pd, q),
+            'inverse_dynamics': lambda q, qd, qdd: pin.rnea(pm, pd, q, qd, qdd),
+            'mass_matrix': lambda q, qd, qdd: pin.crba(pm, pd, q),
+            'forward_dynamics': lambda q, qd, qdd: pin.aba(pm, pd, q, qd, qdd),
+        }
+
+    def state(self, q, qd, qdd):
+        """Our state in this library's joint order and representation."""
+        return self.convert(q), self.G @ qd, self.G @ qdd
+
+
+def _pin_q(pin, pm, model, q):
+    out = pin.neutral(pm)
+    qj = model.joint_positions(q)
+    for k, name in enumerate(model.moving_joint_names):
+        j = pm.joints[pm.getJointId(name)]
+        if j.nq == 2:
+            out[j.idx_q:j.idx_q + 2] = [np.cos(qj[k]), np.sin(qj[k])]
+        else:
+            out[j.idx_q] = qj[k]
+    return out
+
+
+class RoboticsToolbox:
+    """roboticstoolbox-python (C-accelerated ETS kinematics, Python dynamics)."""
+
+    name = 'roboticstoolbox'
+
+    def __init__(self, model, tip, path):
+        import roboticstoolbox as rtb
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            self.robot = robot = rtb.Robot.URDF(kinematic_copy(path))
+        self.index = [model.joint_names.index(n) if n in model.joint_names else None
+                      for n in _rtb_joint_names(robot)]
+        self.tip = tip
+        self.notes = {}
+        self.ops = {
+            'frame_pose': lambda q, qd, qdd: robot.fkine(q, end=tip),
+            'all_frame_poses': lambda q, qd, qdd: robot.fkine_all(q),
+            'jacobian': lambda q, qd, qdd: robot.jacob0(q, end=tip),
+            'gravity': lambda q, qd, qdd: robot.gravload(q),
+            'inverse_dynamics': lambda q, qd, qdd: robot.rne(q, qd, qdd),
+            'mass_matrix': lambda q, qd, qdd: robot.inertia(q),
+            'forward_dynamics': lambda q, qd, qdd: robot.accel(q, qd, qdd),
+        }
+
+    def state(self, q, qd, qdd):
+        """Our state in this library's joint order and representation."""
+        pick = [q[i] if i is not None else 0.0 for i in self.index]
+        pick_d = [qd[i] if i is not None else 0.0 for i in self.index]
+        pick_dd = [qdd[i] if i is not None else 0.0 for i in self.index]
+        return np.array(pick), np.array(pick_d), np.array(pick_dd)
+
+
+def _rtb_joint_names(robot):
+    out = []
+    for link in robot.links:
+        if link.isjoint:
+            out.append(getattr(link, 'jname', None) or link.name)
+    return out
+
+
+class PyBullet:
+    """PyBullet (Bullet physics) in DIRECT mode."""
+
+    name = 'pybullet'
+
+    def __init__(self, model, tip, path):
+        import pybullet as pb
+        self.pb = pb
+        self.cid = pb.connect(pb.DIRECT)
+        self.body = pb.loadURDF(kinematic_copy(path), useFixedBase=True,
+                                physicsClientId=self.cid)
+        joints = [pb.getJointInfo(self.body, i, physicsClientId=self.cid)
+                  for i in range(pb.getNumJoints(self.body, physicsClientId=self.cid))]
+        movable = [j for j in joints if j[2] != pb.JOINT_FIXED]
+        self.indices = [j[0] for j in movable]
+        self.names = [j[1].decode() for j in movable]
+        self.link = [j[0] for j in joints if j[12].decode() == tip]
+        self.index = [model.joint_names.index(n) if n in model.joint_names else None
+                      for n in self.names]
+        self.notes = {'forward_dynamics': 'no pure forward-dynamics call (stepSimulation '
+                                          'integrates with contacts)',
+                      'all_frame_poses': 'one getLinkState call per link'}
+        link = self.link[0] if self.link else len(joints) - 1
+        cid, body = self.cid, self.body
+
+        def set_state(q):
+            for i, v in zip(self.indices, q):
+                pb.resetJointState(body, i, float(v), physicsClientId=cid)
+
+        def pose(q, qd, qdd):
+            set_state(q)
+            return pb.getLinkState(body, link, computeForwardKinematics=True,
+                                   physicsClientId=cid)
+
+        zero = [0.0] * len(self.indices)
+        self.ops = {
+            'frame_pose': pose,
+            'jacobian': lambda q, qd, qdd: pb.calculateJacobian(
+                body, link, [0, 0, 0], list(q), zero, zero, physicsClientId=cid),
+            'gravity': lambda q, qd, qdd: pb.calculateInverseDynamics(
+                body, list(q), zero, zero, physicsClientId=cid),
+            'inverse_dynamics': lambda q, qd, qdd: pb.calculateInverseDynamics(
+                body, list(q), list(qd), list(qdd), physicsClientId=cid),
+            'mass_matrix': lambda q, qd, qdd: pb.calculateMassMatrix(body, list(q),
+                                                                     physicsClientId=cid),
+        }
+
+    def state(self, q, qd, qdd):
+        """Our state in this library's joint order and representation."""
+        def pick(x):
+            return [float(x[i]) if i is not None else 0.0 for i in self.index]
+        return pick(q), pick(qd), pick(qdd)
+
+
+class MuJoCo:
+    """MuJoCo, compiling the URDF."""
+
+    name = 'mujoco'
+
+    def __init__(self, model, tip, path):
+        import mujoco
+        self.mj = mujoco
+        self.m = m = mujoco.MjModel.from_xml_path(kinematic_copy(path))
+        self.d = d = mujoco.MjData(m)
+        names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, i) for i in range(m.njnt)]
+        self.index = [model.joint_names.index(n) if n in model.joint_names else None
+                      for n in names]
+        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, tip)
+        self.notes = {} if body >= 0 else {'frame_pose': f'{tip} merged away by the compiler'}
+        body = body if body >= 0 else m.nbody - 1
+        jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        M = np.zeros((m.nv, m.nv))
+
+        def load(q, qd, qdd):
+            d.qpos[:], d.qvel[:], d.qacc[:] = q, qd, qdd
+
+        def pose(q, qd, qdd):
+            load(q, qd, qdd)
+            mujoco.mj_kinematics(m, d)
+            return d.xpos[body], d.xmat[body]
+
+        def jac(q, qd, qdd):
+            load(q, qd, qdd)
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_jacBody(m, d, jacp, jacr, body)
+            return jacp, jacr
+
+        def rne(q, qd, qdd, acc=True):
+            load(q, qd, qdd)
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            out = np.zeros(m.nv)
+            mujoco.mj_rne(m, d, int(acc), out)
+            return out
+
+        def mass(q, qd, qdd):
+            load(q, qd, qdd)
+            mujoco.mj_fwdPosition(m, d)
+            if hasattr(d, 'qM'):                 # MuJoCo < 3.3: mj_fullM(m, dst, qM)
+                mujoco.mj_fullM(m, M, d.qM)
+            else:                                # MuJoCo >= 3.3: mj_fullM(m, d, dst)
+                mujoco.mj_fullM(m, d, M)
+            return M
+
+        def fd(q, qd, tau):
+            d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q, qd, tau
+            mujoco.mj_forward(m, d)
+            return d.qacc
+
+        self.ops = {
+            'frame_pose': pose,
+            'all_frame_poses': lambda q, qd, qdd: (load(q, qd, qdd), mujoco.mj_kinematics(m, d)),
+            'jacobian': jac,
+            'gravity': lambda q, qd, qdd: rne(q, np.zeros_like(qd), np.zeros_like(qdd), False),
+            'inverse_dynamics': rne,
+            'mass_matrix': mass,
+            'forward_dynamics': fd,
+        }
+
+    def state(self, q, qd, qdd):
+        """Our state in this library's joint order and representation."""
+        def pick(x):
+            return np.array([x[i] if i is not None else 0.0 for i in self.index])
+        return pick(q), pick(qd), pick(qdd)
+
+
+class IKPy:
+    """ikpy (kinematic chains only)."""
+
+    name = 'ikpy'
+
+    def __init__(self, model, tip, path):
+        import ikpy.chain
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            self.chain = ikpy.chain.Chain.from_urdf_file(
+                kinematic_copy(path), base_elements=[model.root_frame], last_link_vector=None,
+                name='bench')
+        self.names = [link.name for link in self.chain.links]
+        self.index = [model.joint_names.index(n) if n in model.joint_names else None
+                      for n in self.names]
+        self.notes = {op: 'kinematics only' for op in OPERATIONS
+                      if op not in ('frame_pose', 'all_frame_poses')}
+        self.ops = {
+            'frame_pose': lambda q, qd, qdd: self.chain.forward_kinematics(q),
+            'all_frame_poses': lambda q, qd, qdd: self.chain.forward_kinematics(
+                q, full_kinematics=True),
+        }
+
+    def state(self, q, qd, qdd):
+        """Our state in this library's joint order and representation."""
+        return np.array([q[i] if i is not None else 0.0 for i in self.index]), None, None

@@ -1,0 +1,177 @@
+"""Markdown tables, target checks and a PNG chart of the benchmark results."""
+import numpy as np
+from peers import OPERATIONS
+
+
+def _fmt(cell):
+    if 'us' in cell:
+        return f'{cell["us"]:.1f}'
+    return f'n/a ({cell.get("note") or cell.get("error")})'
+
+
+def markdown(r):
+    m = r['machine']
+    lines = ['# ros_dynamics benchmark results', '',
+             f'Machine: {m["processor"]}, {m["cpus"]} CPUs, {m["platform"]}; Python '
+             f'{m["python"]}, NumPy {m["numpy"]}; run {m["date"]}'
+             + (' (quick smoke run: tiny sizes, numbers are not meaningful)' if r['quick']
+                else '') + '.', '',
+             'Times are medians over random states (fixed seed). Absolute times drift on a '
+             'shared machine; ratios measured in the same run hold.', '']
+    lines += ['## Targets', '']
+    lines += [f'- {t}' for t in targets(r)] or ['- (sections not run)']
+    if 'engine_calls' in r:
+        lines += ['', '## Engine calls: single-call latency [us]', '']
+        for robot, data in r['engine_calls'].items():
+            lines += [f'### {robot} (nq = {data["nq"]}, tip {data["tip"]})', '',
+                      '| library | ' + ' | '.join(OPERATIONS) + ' |',
+                      '|---|' + '---|' * len(OPERATIONS)]
+            pin = data['peers'].get('pinocchio', {})
+            for name, row in data['peers'].items():
+                if 'error' in row:
+                    lines.append(f'| {name} | ' + ' | '.join([row['error']] + [''] *
+                                                              (len(OPERATIONS) - 1)) + ' |')
+                    continue
+                cells = []
+                for op in OPERATIONS:
+                    cell = _fmt(row[op])
+                    if name != 'pinocchio' and 'us' in row[op] and 'us' in pin.get(op, {}):
+                        cell += f' ({row[op]["us"] / pin[op]["us"]:.1f}x)'
+                    cells.append(cell)
+                lines.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+            lines.append('')
+        lines.append('(x: ratio to Pinocchio in the same run.)')
+    if 'trajectory' in r:
+        t = r['trajectory']
+        lines += ['', f'## Trajectory feedforward: inverse dynamics over {t["points"]} '
+                  f'waypoints of {t["robot"]} [ms]', '', '| how | ms |', '|---|---|']
+        lines += [f'| {k} | {v:.2f} |' if isinstance(v, float) else f'| {k} | {v} |'
+                  for k, v in t['ms'].items()]
+    if 'ik' in r:
+        lines += ['', '## IK: TRAC-IK protocol (random reachable targets, full pose, 1e-5, '
+                  '5 ms, seed mid-range; success = inside the limits and within tolerance)', '',
+                  '| robot | solver | success | median ms | p99 ms |', '|---|---|---|---|---|']
+        for robot, data in r['ik'].items():
+            for solver, row in data['rows'].items():
+                if 'success' in row:
+                    lines.append(f'| {robot} ({data["targets"]} targets) | {solver} | '
+                                 f'{100 * row["success"]:.2f} % | {row["median_ms"]:.3f} | '
+                                 f'{row["p99_ms"]:.3f} |')
+                else:
+                    med = f'{row["median_ms"]:.2f}' if 'median_ms' in row else ''
+                    lines.append(f'| {robot} | {solver} | {row["note"]} | {med} | |')
+    if 'node' in r:
+        lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques', '',
+                  '| node | rate Hz | sent | answered | output Hz | p50 ms | p99 ms | CPU % | '
+                  'RSS start→end MB |', '|---|---|---|---|---|---|---|---|---|']
+        for name, runs in r['node'].items():
+            for rate, x in runs.items():
+                p50 = f'{x["p50_ms"]:.2f}' if x['p50_ms'] is not None else '-'
+                p99 = f'{x["p99_ms"]:.2f}' if x['p99_ms'] is not None else '-'
+                lines.append(f'| {name} | {rate} | {x["sent"]} | {x["answered"]} | '
+                             f'{x["output_rate_hz"]:.0f} | {p50} | {p99} | '
+                             f'{x["cpu_percent"]:.0f} | {x["rss_start_mb"]:.1f}→'
+                             f'{x["rss_end_mb"]:.1f} |')
+    if 'scaling' in r:
+        lines += ['', '## Scaling with the number of joints (serial chains) [us]', '',
+                  '| joints | inverse dynamics | mass matrix | gravity |', '|---|---|---|---|']
+        for n, x in r['scaling'].items():
+            lines.append(f'| {n} | {x["inverse_dynamics_us"]:.1f} | {x["mass_matrix_us"]:.1f} | '
+                         f'{x["gravity_us"]:.1f} |')
+    return '\n'.join(lines) + '\n'
+
+
+def targets(r):
+    out = []
+    if 'trajectory' in r:
+        ms = r['trajectory']['ms']
+        pin = ms.get('pinocchio loop')
+        ours = ms['ros_dynamics batched (one call)']
+        if isinstance(pin, float):
+            out.append(f'Trajectory inverse dynamics, ours batched / Pinocchio loop = '
+                       f'{ours / pin:.2f} (target <= 1.0): '
+                       f'{"met" if ours <= pin else "MISSED"}')
+    if 'engine_calls' in r and 'panda' in r['engine_calls']:
+        peers = r['engine_calls']['panda']['peers']
+        for op, limit in (('gravity', 20), ('inverse_dynamics', 20), ('frame_pose', 10),
+                          ('jacobian', 10)):
+            a, b = peers['ros_dynamics'][op], peers.get('pinocchio', {}).get(op, {})
+            if 'us' in a and 'us' in b:
+                ratio = a['us'] / b['us']
+                out.append(f'{op} on panda: {ratio:.1f}x Pinocchio (target <= {limit}x): '
+                           f'{"met" if ratio <= limit else "MISSED"}')
+    if 'ik' in r:
+        for robot, data in r['ik'].items():
+            ours = data['rows']['ros_dynamics']
+            rtb = data['rows'].get('roboticstoolbox ik_LM (C++)', {})
+            text = f'IK {robot}: success {100 * ours["success"]:.2f} % (target >= 99.9 %): ' \
+                   f'{"met" if ours["success"] >= 0.999 else "MISSED"}'
+            if 'median_ms' in rtb:
+                ratio = ours['median_ms'] / rtb['median_ms']
+                text += f'; median {ratio:.1f}x roboticstoolbox ik_LM (target <= 5x): ' \
+                        f'{"met" if ratio <= 5 else "MISSED"}'
+            out.append(text)
+    if 'node' in r:
+        ours = r['node'].get('ros_dynamics dynamics_node', {})
+        echo = r['node'].get('echo node (rclpy floor)', {})
+        for rate in ours:
+            a, b = ours[rate], echo.get(rate)
+            if b and a['p99_ms'] and b['p99_ms']:
+                backlog = a['answered'] < 0.99 * a['sent']
+                out.append(f'Node at {rate} Hz: p99 {a["p99_ms"]:.2f} ms vs echo '
+                           f'{b["p99_ms"]:.2f} ms = {a["p99_ms"] / b["p99_ms"]:.1f}x (target '
+                           f'<= 2x): {"met" if a["p99_ms"] <= 2 * b["p99_ms"] else "MISSED"}; '
+                           f'answered {a["answered"]}/{a["sent"]}'
+                           + (' (messages lost)' if backlog else ''))
+    return out
+
+
+def chart(r, path):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9), dpi=100)
+    ax = axes[0, 0]
+    if 'engine_calls' in r and 'panda' in r['engine_calls']:
+        peers = r['engine_calls']['panda']['peers']
+        names = [n for n, row in peers.items() if 'error' not in row]
+        width = 0.8 / max(len(names), 1)
+        for k, name in enumerate(names):
+            values = [peers[name][op].get('us', np.nan) for op in OPERATIONS]
+            ax.bar(np.arange(len(OPERATIONS)) + k * width, values, width, label=name)
+        ax.set_xticks(np.arange(len(OPERATIONS)) + 0.4)
+        ax.set_xticklabels([op.replace('_', '\n') for op in OPERATIONS], fontsize=7)
+        ax.set_yscale('log')
+        ax.set_ylabel('median single call [us]')
+        ax.set_title('engine calls, panda')
+        ax.legend(fontsize=7)
+    ax = axes[0, 1]
+    if 'trajectory' in r:
+        items = [(k, v) for k, v in r['trajectory']['ms'].items() if isinstance(v, float)]
+        ax.barh([k for k, _ in items], [v for _, v in items])
+        ax.set_xlabel('ms')
+        ax.set_title(f'inverse dynamics over {r["trajectory"]["points"]} waypoints')
+        ax.tick_params(axis='y', labelsize=7)
+    ax = axes[1, 0]
+    if 'scaling' in r:
+        n = [int(k) for k in r['scaling']]
+        for key in ('inverse_dynamics_us', 'mass_matrix_us', 'gravity_us'):
+            ax.loglog(n, [r['scaling'][k][key] for k in r['scaling']], 'o-', label=key[:-3])
+        ax.set_xlabel('joints')
+        ax.set_ylabel('us per call')
+        ax.set_title('scaling (serial chains)')
+        ax.legend(fontsize=7)
+    ax = axes[1, 1]
+    if 'node' in r:
+        for name, runs in r['node'].items():
+            rates = [int(x) for x in runs]
+            ax.plot(rates, [runs[x]['p99_ms'] or np.nan for x in runs], 'o-', label=f'{name} p99')
+            ax.plot(rates, [runs[x]['p50_ms'] or np.nan for x in runs], 's--',
+                    label=f'{name} p50')
+        ax.set_xlabel('joint state rate [Hz]')
+        ax.set_ylabel('latency [ms]')
+        ax.set_title('joint state -> torque message')
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,364 @@
+"""ros_dynamics benchmark suite: every performance claim measured side by side with peers.
+
+    make bench                     # full run (tens of minutes)
+    python benchmarks/run.py --quick --output /tmp/bench   # a smoke run on tiny sizes
+
+Writes ``results.json``, ``results.md`` and ``results.png`` (default: benchmarks/results/).
+Absolute times drift on shared machines; ratios measured in one run hold, so every table puts
+peers side by side and reports ratios to Pinocchio.
+"""
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import peers  # noqa: E402
+import report  # noqa: E402
+
+from ros_dynamics.engine import RobotModel  # noqa: E402
+
+ROBOTS = {   # example-robot-data URDF, tip frame
+    'panda': ('panda_description/urdf/panda.urdf', 'panda_hand'),
+    'ur5': ('ur_description/urdf/ur5_robot.urdf', 'tool0'),
+    'kinova': ('kinova_description/robots/kinova.urdf', 'j2s6s200_end_effector'),
+    'talos (branched)': ('talos_data/robots/talos_reduced.urdf', 'gripper_left_base_link'),
+}
+PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyBullet, peers.MuJoCo, peers.IKPy)
+
+
+def erd(relative):
+    for base in {sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']}:
+        path = os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots',
+                            relative)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(relative)
+
+
+def load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return RobotModel.from_urdf_file(path)
+
+
+def random_states(model, n, rng):
+    lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+    hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+    return rng.uniform(lo, hi, (n, model.nq)), rng.normal(size=(n, model.nq)), \
+        rng.normal(size=(n, model.nq))
+
+
+def median_call_us(fn, states, budget_s=3.0):
+    """Median wall time [us] of fn over the prepared states (one warm-up call first); stops
+    after ``budget_s`` seconds (at least 5 calls) so that very slow peers stay measurable.
+    """
+    fn(*states[0])
+    times = []
+    clock = time.perf_counter
+    stop = clock() + budget_s
+    for s in states:
+        t = clock()
+        fn(*s)
+        times.append(clock() - t)
+        if len(times) >= 5 and t > stop:
+            break
+    return float(np.median(times) * 1e6)
+
+
+def bench_engine_calls(calls, rng, robots):
+    out = {}
+    for robot in robots:
+        rel, tip = ROBOTS[robot]
+        path = erd(rel)
+        model = load(path)
+        q, qd, qdd = random_states(model, calls, rng)
+        rows = {}
+        candidates = [peers.Ours(model, tip)]
+        for peer in PEERS:
+            try:
+                candidates.append(peer(model, tip, path))
+            except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
+                rows[peer.name] = {'error': f'cannot load: {type(err).__name__}: {err}'[:160]}
+        for cand in candidates:
+            row = {}
+            convert = getattr(cand, 'state', lambda a, b, c: (a, b, c))
+            states = [convert(q[i], qd[i], qdd[i]) for i in range(calls)]
+            for op in peers.OPERATIONS:
+                fn = cand.ops.get(op)
+                if fn is None:
+                    row[op] = {'note': cand.notes.get(op, 'not offered')}
+                    continue
+                try:
+                    row[op] = {'us': median_call_us(fn, states)}
+                except Exception as err:  # noqa: BLE001
+                    row[op] = {'note': f'failed: {type(err).__name__}: {err}'[:120]}
+            rows[cand.name] = row
+        out[robot] = {'nq': model.nq, 'tip': tip, 'peers': rows}
+        print(f'[bench] engine calls on {robot} done', flush=True)
+    return out
+
+
+def bench_trajectory(points, rng, repeats):
+    path = erd(ROBOTS['panda'][0])
+    model = load(path)
+    q, qd, qdd = random_states(model, points, rng)
+    result = {'robot': 'panda', 'points': points, 'ms': {}}
+
+    def best(fn):
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return float(np.median(times) * 1e3)
+
+    result['ms']['ros_dynamics batched (one call)'] = best(
+        lambda: model.inverse_dynamics(q, qd, qdd))
+    ours = peers.Ours(model, 'panda_hand').ops['inverse_dynamics']
+    result['ms']['ros_dynamics loop'] = best(
+        lambda: [ours(q[i], qd[i], qdd[i]) for i in range(points)])
+    for peer in (peers.Pinocchio, peers.RoboticsToolbox, peers.PyBullet, peers.MuJoCo):
+        try:
+            p = peer(model, 'panda_hand', path)
+            fn = p.ops['inverse_dynamics']
+            states = [p.state(q[i], qd[i], qdd[i]) for i in range(points)]
+            result['ms'][f'{peer.name} loop'] = best(lambda: [fn(*s) for s in states])
+            if peer is peers.RoboticsToolbox:
+                Q, QD, QDD = (np.array(x) for x in zip(*states))
+                result['ms']['roboticstoolbox batched (rne on arrays)'] = best(
+                    lambda: p.robot.rne(Q, QD, QDD))
+        except Exception as err:  # noqa: BLE001
+            result['ms'][f'{peer.name} loop'] = f'n/a: {type(err).__name__}: {err}'[:120]
+    print('[bench] trajectory done', flush=True)
+    return result
+
+
+def bench_ik(targets, ikpy_targets, rng):
+    out = {}
+    from ros_dynamics.engine.rotations import log_so3
+    for robot in ('panda', 'ur5', 'kinova'):
+        rel, tip = ROBOTS[robot]
+        path = erd(rel)
+        model = load(path)
+        chain_joints = [model.joint_names.index(n) for n in model.joint_names
+                        if model.joint_moves_body[model.frame_body[model.frame_index(tip)]]
+                        [model.moving_joint_names.index(n)]]
+        lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+        hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+        seed = model.middle_configuration()
+        goals = []
+        for _ in range(targets):
+            q = seed.copy()
+            q[chain_joints] = rng.uniform(lo[chain_joints], hi[chain_joints])
+            goals.append(model.frame_pose(q, tip))
+
+        def check(q, T):
+            if q is None or not np.all(np.isfinite(q)):
+                return False
+            inside = np.all(q >= model.lower_limits - 1e-9) and \
+                np.all(q <= model.upper_limits + 1e-9)
+            Tq = model.frame_pose(q, tip)
+            return bool(inside and np.linalg.norm(Tq[:3, 3] - T[:3, 3]) <= 1e-5
+                        and np.linalg.norm(log_so3(T[:3, :3] @ Tq[:3, :3].T)) <= 1e-5)
+
+        rows = {}
+        times, ok = [], 0
+        for i, T in enumerate(goals):
+            t = time.perf_counter()
+            res = model.solve_ik(tip, T, seed, timeout=0.005, rng=i)
+            times.append(time.perf_counter() - t)
+            ok += res.success and check(res.q, T)
+        rows['ros_dynamics'] = _ik_row(ok, times)
+        try:
+            p = peers.RoboticsToolbox(model, tip, path)
+            ets = p.robot.ets(end=tip)          # the chain from the root to the tip
+            if ets.n != len(chain_joints):
+                raise RuntimeError(f'chain of {ets.n} joints, expected {len(chain_joints)}')
+            times, ok = [], 0
+            for T in goals:
+                t = time.perf_counter()
+                sol = ets.ik_LM(T, q0=seed[chain_joints], ilimit=30, slimit=100, tol=1e-12,
+                                joint_limits=True)
+                times.append(time.perf_counter() - t)
+                q = seed.copy()
+                q[chain_joints] = sol.q
+                ok += bool(sol.success) and check(q, T)
+            rows['roboticstoolbox ik_LM (C++)'] = _ik_row(ok, times)
+        except Exception as err:  # noqa: BLE001
+            rows['roboticstoolbox ik_LM (C++)'] = {'note': f'n/a: {err}'[:160]}
+        rows['ikpy'] = {'note': 'solves its own chain (first child at every branch); timed on '
+                                f'{ikpy_targets} targets'}
+        try:
+            p = peers.IKPy(model, tip, path)
+            times, ok = [], 0
+            for T in goals[:ikpy_targets]:
+                t = time.perf_counter()
+                p.chain.inverse_kinematics_frame(T, initial_position=p.state(seed, 0, 0)[0],
+                                                 orientation_mode='all')
+                times.append(time.perf_counter() - t)
+            rows['ikpy']['median_ms'] = float(np.median(times) * 1e3)
+        except Exception as err:  # noqa: BLE001
+            rows['ikpy']['note'] += f'; failed: {err}'[:120]
+        out[robot] = {'targets': targets, 'rows': rows}
+        print(f'[bench] IK on {robot} done', flush=True)
+    return out
+
+
+def _ik_row(ok, times):
+    times = np.array(times) * 1e3
+    return {'success': ok / len(times), 'median_ms': float(np.median(times)),
+            'p99_ms': float(np.percentile(times, 99))}
+
+
+def bench_node(rates, duration):
+    import psutil
+    import rclpy
+    from sensor_msgs.msg import JointState
+    path = erd(ROBOTS['panda'][0])
+    model = load(path)
+    scripts = sysconfig.get_paths()['scripts']
+    commands = {
+        'ros_dynamics dynamics_node': [os.path.join(scripts, 'dynamics_node'), '--ros-args',
+                                       '-p', f'urdf_file:={path}', '-p', 'publish.markers:=false'],
+        'echo node (rclpy floor)': [sys.executable, os.path.join(HERE, 'echo_node.py')],
+    }
+    rclpy.init()
+    client = rclpy.create_node('bench_client')
+    results = {}
+    try:
+        for name, cmd in commands.items():
+            for rate in rates:
+                results.setdefault(name, {})[str(rate)] = _node_run(
+                    rclpy, client, JointState, psutil, cmd, model, rate, duration)
+                print(f'[bench] node {name} at {rate} Hz done', flush=True)
+    finally:
+        client.destroy_node()
+        rclpy.try_shutdown()
+    return results
+
+
+def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sent, lat = {}, []
+
+    def on_msg(msg):
+        key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        t = sent.pop(key, None)
+        if t is not None:
+            lat.append(time.perf_counter() - t)
+
+    sub = client.create_subscription(JointState, 'gravity_torques', on_msg, 1000)
+    pub = client.create_publisher(JointState, 'joint_states', 1000)
+    msg = JointState(name=list(model.joint_names), position=[0.1] * model.nq,
+                     velocity=[0.0] * model.nq)
+    deadline = time.monotonic() + 20
+    while not lat and time.monotonic() < deadline:      # wait until it answers
+        msg.header.stamp = client.get_clock().now().to_msg()
+        sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
+        pub.publish(msg)
+        rclpy.spin_once(client, timeout_sec=0.05)
+    lat.clear()
+    sent.clear()
+    info = psutil.Process(proc.pid)
+    mem_start = info.memory_info().rss
+    cpu_start = sum(info.cpu_times()[:2])
+    count, start = 0, time.perf_counter()
+    period = 1.0 / rate
+    rng = np.random.default_rng(0)
+    while time.perf_counter() - start < duration:
+        target = start + count * period
+        while time.perf_counter() < target:
+            rclpy.spin_once(client, timeout_sec=0)
+        msg.header.stamp = client.get_clock().now().to_msg()
+        msg.position = rng.uniform(-1, 1, model.nq).tolist()
+        sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
+        pub.publish(msg)
+        count += 1
+    end = time.perf_counter() + 1.0
+    while time.perf_counter() < end:
+        rclpy.spin_once(client, timeout_sec=0.01)
+    elapsed = time.perf_counter() - start
+    cpu = (sum(info.cpu_times()[:2]) - cpu_start) / elapsed
+    mem_end = info.memory_info().rss
+    proc.send_signal(signal.SIGINT)
+    proc.wait(10)
+    client.destroy_subscription(sub)
+    client.destroy_publisher(pub)
+    lat_ms = np.array(lat) * 1e3
+    return {'sent': count, 'answered': len(lat), 'output_rate_hz': len(lat) / duration,
+            'p50_ms': float(np.median(lat_ms)) if len(lat) else None,
+            'p99_ms': float(np.percentile(lat_ms, 99)) if len(lat) else None,
+            'cpu_percent': 100.0 * cpu, 'rss_start_mb': mem_start / 2 ** 20,
+            'rss_end_mb': mem_end / 2 ** 20}
+
+
+def bench_scaling(sizes, calls, rng):
+    out = {}
+    for n in sizes:
+        rows = [(0.0, np.pi / 2 if i % 2 else 0.0, 0.1, 0.0, 'revolute', (-3, 3),
+                 (1.0, (0.05, 0, 0), (0.001, 0.002, 0.002))) for i in range(n)]
+        model = RobotModel.from_dh(rows)
+        q, qd, qdd = random_states(model, calls, rng)
+        states = list(zip(q, qd, qdd))
+        out[n] = {'inverse_dynamics_us': median_call_us(model.inverse_dynamics, states),
+                  'mass_matrix_us': median_call_us(lambda a, b, c: model.mass_matrix(a), states),
+                  'gravity_us': median_call_us(lambda a, b, c: model.gravity_torques(a), states)}
+    print('[bench] scaling done', flush=True)
+    return out
+
+
+def machine():
+    import numpy
+    return {'python': platform.python_version(), 'numpy': numpy.__version__,
+            'platform': platform.platform(), 'processor': platform.processor() or
+            platform.machine(), 'cpus': os.cpu_count(),
+            'date': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true', help='tiny sizes (a smoke run)')
+    parser.add_argument('--output', default=os.path.join(HERE, 'results'))
+    parser.add_argument('--only', nargs='*', default=None,
+                        help='sections: engine trajectory ik node scaling')
+    parser.add_argument('--robots', nargs='*', default=list(ROBOTS),
+                        help=f'robots of the engine section: {list(ROBOTS)}')
+    args = parser.parse_args(argv)
+    quick = args.quick
+    rng = np.random.default_rng(20261121)
+    sections = args.only or ['engine', 'trajectory', 'ik', 'node', 'scaling']
+    results = {'machine': machine(), 'quick': quick}
+    if 'engine' in sections:
+        results['engine_calls'] = bench_engine_calls(30 if quick else 2000, rng, args.robots)
+    if 'trajectory' in sections:
+        results['trajectory'] = bench_trajectory(50 if quick else 1000, rng, 3 if quick else 15)
+    if 'ik' in sections:
+        results['ik'] = bench_ik(10 if quick else 10000, 3 if quick else 200, rng)
+    if 'node' in sections:
+        results['node'] = bench_node([250] if quick else [250, 500, 1000],
+                                     1.0 if quick else 10.0)
+    if 'scaling' in sections:
+        results['scaling'] = bench_scaling([2, 8] if quick else [2, 4, 8, 16, 32, 64],
+                                           20 if quick else 300, rng)
+    os.makedirs(args.output, exist_ok=True)
+    with open(os.path.join(args.output, 'results.json'), 'w') as f:
+        json.dump(results, f, indent=1)
+    with open(os.path.join(args.output, 'results.md'), 'w') as f:
+        f.write(report.markdown(results))
+    report.chart(results, os.path.join(args.output, 'results.png'))
+    print(f'[bench] wrote {args.output}/results.md, results.json, results.png')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
