@@ -61,14 +61,16 @@ def markdown(r):
                     med = f'{row["median_ms"]:.2f}' if 'median_ms' in row else ''
                     lines.append(f'| {robot} | {solver} | {row["note"]} | {med} | |')
     if 'node' in r:
-        lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques', '',
-                  '| node | rate Hz | sent | answered | output Hz | p50 ms | p99 ms | CPU % | '
-                  'RSS start→end MB |', '|---|---|---|---|---|---|---|---|---|']
+        lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques, every '
+                  'output on (poses, twists, Jacobians, markers, diagnostics)', '',
+                  '| node | rate Hz | s | sent | answered | output Hz | p50 ms | p99 ms | CPU % | '
+                  'RSS start→end MB |', '|---|---|---|---|---|---|---|---|---|---|']
         for name, runs in r['node'].items():
             for rate, x in runs.items():
                 p50 = f'{x["p50_ms"]:.2f}' if x['p50_ms'] is not None else '-'
                 p99 = f'{x["p99_ms"]:.2f}' if x['p99_ms'] is not None else '-'
-                lines.append(f'| {name} | {rate} | {x["sent"]} | {x["answered"]} | '
+                lines.append(f'| {name} | {rate} | {x.get("duration_s", "")} | {x["sent"]} | '
+                             f'{x["answered"]} | '
                              f'{x["output_rate_hz"]:.0f} | {p50} | {p99} | '
                              f'{x["cpu_percent"]:.0f} | {x["rss_start_mb"]:.1f}→'
                              f'{x["rss_end_mb"]:.1f} |')

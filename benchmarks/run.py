@@ -220,7 +220,7 @@ def _ik_row(ok, times):
             'p99_ms': float(np.percentile(times, 99))}
 
 
-def bench_node(rates, duration):
+def bench_node(rates, durations):
     import psutil
     import rclpy
     from sensor_msgs.msg import JointState
@@ -229,7 +229,7 @@ def bench_node(rates, duration):
     scripts = sysconfig.get_paths()['scripts']
     commands = {
         'ros_dynamics dynamics_node': [os.path.join(scripts, 'dynamics_node'), '--ros-args',
-                                       '-p', f'urdf_file:={path}', '-p', 'publish.markers:=false'],
+                                       '-p', f'urdf_file:={path}'],     # every output on
         'echo node (rclpy floor)': [sys.executable, os.path.join(HERE, 'echo_node.py')],
     }
     rclpy.init()
@@ -237,7 +237,7 @@ def bench_node(rates, duration):
     results = {}
     try:
         for name, cmd in commands.items():
-            for rate in rates:
+            for rate, duration in zip(rates, durations):
                 results.setdefault(name, {})[str(rate)] = _node_run(
                     rclpy, client, JointState, psutil, cmd, model, rate, duration)
                 print(f'[bench] node {name} at {rate} Hz done', flush=True)
@@ -295,7 +295,8 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
     client.destroy_subscription(sub)
     client.destroy_publisher(pub)
     lat_ms = np.array(lat) * 1e3
-    return {'sent': count, 'answered': len(lat), 'output_rate_hz': len(lat) / duration,
+    return {'duration_s': duration, 'sent': count, 'answered': len(lat),
+            'output_rate_hz': len(lat) / duration,
             'p50_ms': float(np.median(lat_ms)) if len(lat) else None,
             'p99_ms': float(np.percentile(lat_ms, 99)) if len(lat) else None,
             'cpu_percent': 100.0 * cpu, 'rss_start_mb': mem_start / 2 ** 20,
@@ -338,6 +339,10 @@ def main(argv=None):
     rng = np.random.default_rng(20261121)
     sections = args.only or ['engine', 'trajectory', 'ik', 'node', 'scaling']
     results = {'machine': machine(), 'quick': quick}
+    previous = os.path.join(args.output, 'results.json')
+    if args.only and os.path.isfile(previous):       # a partial run updates its sections
+        with open(previous) as f:
+            results = dict(json.load(f), machine=results['machine'], quick=quick)
     if 'engine' in sections:
         results['engine_calls'] = bench_engine_calls(30 if quick else 2000, rng, args.robots)
     if 'trajectory' in sections:
@@ -346,7 +351,7 @@ def main(argv=None):
         results['ik'] = bench_ik(10 if quick else 10000, 3 if quick else 200, rng)
     if 'node' in sections:
         results['node'] = bench_node([250] if quick else [250, 500, 1000],
-                                     1.0 if quick else 10.0)
+                                     [1.0] if quick else [10.0, 10.0, 60.0])
     if 'scaling' in sections:
         results['scaling'] = bench_scaling([2, 8] if quick else [2, 4, 8, 16, 32, 64],
                                            20 if quick else 300, rng)

@@ -141,8 +141,8 @@ def mass_properties(vertices, faces, density=None, mass=None, *, check=True):
     a, b, c = V[F[:, 0]] - center, V[F[:, 1]] - center, V[F[:, 2]] - center
     v = np.einsum('ij,ij->i', a, np.cross(b, c)) / 6.0
     volume = float(np.sum(v))
-    scale = max(float(np.max(np.abs(V))), 1e-300) ** 3
-    if volume <= 1e-12 * scale:
+    size = max(float(np.max(np.abs(V - center))), 1e-300) ** 3    # the mesh's own extent
+    if volume <= 1e-12 * size:
         raise MeshError(f'the mesh encloses a volume of {volume:.3g} (<= 0): it is inside-out '
                         '(faces wound clockwise seen from outside) or flat')
     s = a + b + c

@@ -26,6 +26,10 @@ from .rotations import cross
 from .spatial import cross_motion
 
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
+#: Largest joint position, velocity or acceleration magnitude accepted: far beyond any robot
+#: (URDFs write "unlimited" as limits of 1e16), and below where the products in the dynamics
+#: (velocities squared, ~1e154) would overflow to Inf.
+MAX_JOINT_VALUE = 1e100
 
 
 def check_convention(expressed_in):
@@ -48,9 +52,11 @@ def as_joint_vector(model, x, name, batch_shape=None):
         except ValueError:
             raise ShapeError(f'{name}: batch shape {x.shape[:-1]} does not match q\'s '
                              f'{batch_shape}') from None
-    if not np.all(np.isfinite(x)):
-        shown = x.tolist() if x.size < 50 else 'NaN/Inf entries'
-        raise InvalidInputError(f'{name}: expected finite values, got {shown}')
+    # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
+    if not np.all(np.abs(x) <= MAX_JOINT_VALUE):
+        shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
+        raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
+                                f'{MAX_JOINT_VALUE:g}, got {shown}')
     return x
 
 

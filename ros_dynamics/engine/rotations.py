@@ -19,6 +19,8 @@ The inverse problems (matrix to angles) return angles that reproduce the matrix 
 the gimbal-lock singularities (pitch = +-pi/2 for RPY and ZYX, b = 0 or pi for ZYZ), where one
 angle is free: there it is set to 0.
 """
+import math
+
 import numpy as np
 
 from .exceptions import InvalidInputError, ShapeError
@@ -196,6 +198,24 @@ def axis_angle_from_matrix(R):
     return axis, angle
 
 
+def _quat_xyzw_from_one_matrix(R):
+    """Shepperd's method on one matrix with scalar arithmetic (a fraction of the batched cost)."""
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = R.tolist()
+    tr = m00 + m11 + m22
+    k = max(range(4), key=(tr, m00, m11, m22).__getitem__)
+    if k == 0:
+        q = (m21 - m12, m02 - m20, m10 - m01, 1.0 + tr)
+    elif k == 1:
+        q = (1.0 + m00 - m11 - m22, m01 + m10, m02 + m20, m21 - m12)
+    elif k == 2:
+        q = (m01 + m10, 1.0 - m00 + m11 - m22, m12 + m21, m02 - m20)
+    else:
+        q = (m02 + m20, m12 + m21, 1.0 - m00 - m11 + m22, m10 - m01)
+    norm = math.sqrt(sum(v * v for v in q))
+    sign = -1.0 if q[3] < 0 else 1.0
+    return np.array([sign * v / norm for v in q])
+
+
 def quat_wxyz_from_xyzw(quat_xyzw):
     """Reorder a quaternion from ROS (x, y, z, w) to scalar-first (w, x, y, z)."""
     q = as_vectors(quat_xyzw, 4, 'quat_xyzw')
@@ -233,6 +253,8 @@ def matrix_from_quat_xyzw(quat_xyzw):
 def quat_xyzw_from_matrix(R):
     """Unit quaternion (x, y, z, w) with w >= 0 of a rotation matrix (Shepperd's method)."""
     R = as_matrices(R, 3, 'R')
+    if R.ndim == 2:
+        return _quat_xyzw_from_one_matrix(R)
     m00, m11, m22 = R[..., 0, 0], R[..., 1, 1], R[..., 2, 2]
     tr = m00 + m11 + m22
     # Four candidate formulas; each is accurate where its pivot is largest.

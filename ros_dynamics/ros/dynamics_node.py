@@ -81,6 +81,8 @@ class DynamicsNode(Node):
                          'trajectories': 0, 'trajectories_rejected': 0,
                          'descriptions_refused': 0, 'wrenches_rejected': 0}
         self._compute_times = []
+        self._settings = {}          # output switches, friction, markers rate (hot path cache)
+        self._refresh_settings()
 
         self._gravity_pub = self.create_publisher(JointState, 'gravity_torques', 10)
         self._command_pub = self.create_publisher(Float64MultiArray, 'gravity_command', 10)
@@ -95,9 +97,9 @@ class DynamicsNode(Node):
                                  DESCRIPTION_QOS)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(1.0, self._publish_diagnostics)
-        rate = self.get_parameter('publish_rate').value
-        if rate > 0:
-            self.create_timer(1.0 / rate, self._on_rate_timer)
+        self._publish_rate = self.get_parameter('publish_rate').value   # read-only
+        if self._publish_rate > 0:
+            self.create_timer(1.0 / self._publish_rate, self._on_rate_timer)
 
         xml, source = self._initial_description()
         if xml is not None:
@@ -150,6 +152,11 @@ class DynamicsNode(Node):
                 '[rad]')
         declare('ik.timeout', 0.05, 'Default time budget of ~/solve_ik [s]')
 
+    def _refresh_settings(self, overrides=None):
+        """Cache the values the streaming path reads on every message."""
+        names = [f'publish.{o}' for o in OUTPUTS] + ['friction', 'markers_rate']
+        self._settings = {n: self._value(n, overrides) for n in names}
+
     def _value(self, name, overrides=None):
         if overrides and name in overrides:
             return overrides[name]
@@ -182,12 +189,12 @@ class DynamicsNode(Node):
                 if not (math.isfinite(value) and value > 0):
                     return _refuse(f'{name}: expected a finite value > 0')
         model = self._model
-        if model is None:
-            return SetParametersResult(successful=True)
-        try:
-            self._configure(model, new)
-        except ValueError as err:
-            return _refuse(str(err))
+        if model is not None:
+            try:
+                self._configure(model, new)
+            except ValueError as err:
+                return _refuse(str(err))
+        self._refresh_settings(new)
         return SetParametersResult(successful=True)
 
     # --- model ------------------------------------------------------------------------------
@@ -322,7 +329,7 @@ class DynamicsNode(Node):
                                       throttle_duration_sec=_THROTTLE_S)
             return
         self._last_stamp = msg.header.stamp
-        if self.get_parameter('publish_rate').value <= 0:
+        if self._publish_rate <= 0:
             self._compute_and_publish(model, merger.q.copy(), merger.qd.copy(), msg.header.stamp)
 
     def _on_rate_timer(self):
@@ -390,7 +397,8 @@ class DynamicsNode(Node):
             tips, base, command_index = self._tips, self._base, self._command_index
             wrenches = dict(self._wrenches)
             trajectory = self._trajectory
-        on = {o: self.get_parameter(f'publish.{o}').value for o in OUTPUTS}
+        settings = self._settings
+        on = {o: settings[f'publish.{o}'] for o in OUTPUTS}
         state = kinematics.forward_kinematics(model, q, qd, check=False)
         tau_g = rnea.gravity_torques(model, state)
         for tip, (frame, w) in wrenches.items():
@@ -409,6 +417,7 @@ class DynamicsNode(Node):
         T_world_base = state.frame_pose(base)
         R_base = T_world_base[:3, :3]
         T_base_world = inverse_transform(T_world_base)
+        base_fixed = model.frame_body[model.frame_index(base)] == 0
         for tip in tips:
             pose_pub, twist_pub, jac_pub, _ = self._tip_pubs[tip]
             if on['poses']:
@@ -416,15 +425,19 @@ class DynamicsNode(Node):
                 pose.header.stamp, pose.header.frame_id = stamp, base
                 pose_from_matrix(T_base_world @ state.frame_pose(tip), pose.pose)
                 pose_pub.publish(pose)
-            if on['twists']:
-                v, w = kinematics.relative_twist(state, tip, base, base, base)
-                twist = TwistStamped()
-                twist.header.stamp, twist.header.frame_id = stamp, base
-                vector6_to_twist(np.concatenate([v, w]), twist.twist)
-                twist_pub.publish(twist)
-            if on['jacobians']:
+            J = None
+            if on['jacobians'] or (on['twists'] and base_fixed):
                 J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
                 J = np.vstack([R_base.T @ J[:3], R_base.T @ J[3:]])
+            if on['twists']:
+                # A base fixed to the root: the twist is J qd; a moving base: relative motion.
+                vw = J @ qd if base_fixed else np.concatenate(
+                    kinematics.relative_twist(state, tip, base, base, base))
+                twist = TwistStamped()
+                twist.header.stamp, twist.header.frame_id = stamp, base
+                vector6_to_twist(vw, twist.twist)
+                twist_pub.publish(twist)
+            if on['jacobians']:
                 jac_pub.publish(_jacobian_array(J, model.joint_names, base))
         if on['feedforward'] and trajectory is not None:
             self._publish_feedforward(model, q, trajectory, command_index)
@@ -444,13 +457,12 @@ class DynamicsNode(Node):
         qt, qdt, qddt = traj.sample(t)
         q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nq), np.zeros(model.nq)
         q_ff[index], qd_ff[index], qdd_ff[index] = qt, qdt, qddt
-        tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff,
-                                     friction=self.get_parameter('friction').value)
+        tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff, friction=self._settings['friction'])
         self._ff_pub.publish(_float_array(tau[command_index], 'joints'))
 
     def _publish_markers(self, model, state, tips, base, T_base_world, tau_g, stamp):
         now = time.monotonic()
-        if now - self._last_markers < 1.0 / self.get_parameter('markers_rate').value:
+        if now - self._last_markers < 1.0 / self._settings['markers_rate']:
             return
         self._last_markers = now
         R, p = T_base_world[:3, :3], T_base_world[:3, 3]
