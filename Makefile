@@ -26,6 +26,10 @@ bench: env .venv/.bench_requirements
 
 .venv/.bench_requirements: benchmarks/requirements.txt
 	$(RUN) python -m pip install -q --disable-pip-version-check -r benchmarks/requirements.txt
+	@# PyKDL has no wheel: Debian's python3-pykdl, when apt and root are at hand (else the
+	@# report shows KDL as not installed).
+	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! dpkg -s python3-pykdl >/dev/null 2>&1; then \
+		apt-get install -y -qq python3-pykdl >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq python3-pykdl) >/dev/null 2>&1; fi
 	touch $@
 
 lint: env

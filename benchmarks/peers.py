@@ -294,3 +294,102 @@ class IKPy:
     def state(self, q, qd, qdd):
         """Our state in this library's joint order and representation."""
         return np.array([q[i] if i is not None else 0.0 for i in self.index]), None, None
+
+
+PYKDL_PATHS = ('/usr/lib/python3/dist-packages',)
+
+
+def import_pykdl():
+    """PyKDL: importable as it is, else Debian's python3-pykdl loaded from its file (it is built
+    for the system Python 3.11, whose ABI this interpreter shares)."""
+    try:
+        import PyKDL
+        return PyKDL
+    except ImportError:
+        pass
+    import glob
+    import importlib.util
+    import sys
+    tag = f'cpython-{sys.version_info.major}{sys.version_info.minor}'
+    for folder in PYKDL_PATHS:
+        for path in glob.glob(os.path.join(folder, f'PyKDL.{tag}*.so')):
+            spec = importlib.util.spec_from_file_location('PyKDL', path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules['PyKDL'] = module
+            return module
+    raise ImportError('PyKDL is not installed (Debian: apt-get install python3-pykdl)')
+
+
+class PyKDL:
+    """Orocos KDL through PyKDL (Debian's python3-pykdl), on the chain from the root to the tip,
+    built as kdl_parser builds it from a URDF."""
+
+    name = 'pykdl'
+
+    def __init__(self, model, tip, path):
+        kdl = self.kdl = import_pykdl()
+        from ros_dynamics.engine.urdf import parse_urdf, read_urdf_file
+        _, links, joints, _ = parse_urdf(read_urdf_file(path))
+        inertial = {link.name: link.inertial for link in links}
+        parent_joint = {j.child: j for j in joints}
+        chain_joints = []
+        link = tip
+        while link in parent_joint:
+            chain_joints.append(parent_joint[link])
+            link = parent_joint[link].parent
+        chain_joints.reverse()
+        self.chain = chain = kdl.Chain()
+        names = []
+        for j in chain_joints:
+            T = j.origin
+            frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
+                              kdl.Vector(*T[:3, 3].tolist()))
+            if j.type == 'fixed':
+                joint = kdl.Joint(j.name, getattr(kdl.Joint, 'Fixed'))
+            else:
+                axis = T[:3, :3] @ j.axis
+                kind = kdl.Joint.TransAxis if j.type == 'prismatic' else kdl.Joint.RotAxis
+                joint = kdl.Joint(j.name, frame.p, kdl.Vector(*axis.tolist()), kind)
+                names.append(j.name)
+            body = inertial.get(j.child)
+            if body is not None and body.mass > 0:
+                I = body.inertia
+                rbi = kdl.RigidBodyInertia(body.mass, kdl.Vector(*body.com.tolist()),
+                                           kdl.RotationalInertia(I[0, 0], I[1, 1], I[2, 2],
+                                                                 I[0, 1], I[0, 2], I[1, 2]))
+            else:
+                rbi = kdl.RigidBodyInertia()
+            chain.addSegment(kdl.Segment(j.child, joint, frame, rbi))
+        self.index = [model.joint_names.index(n) if n in model.joint_names else None
+                      for n in names]
+        n = chain.getNrOfJoints()
+        g = kdl.Vector(*model.gravity.tolist())
+        fk = kdl.ChainFkSolverPos_recursive(chain)
+        jac = kdl.ChainJntToJacSolver(chain)
+        dyn = kdl.ChainDynParam(chain, g)
+        rne = kdl.ChainIdSolver_RNE(chain, g)
+        self.lma = kdl.ChainIkSolverPos_LMA(chain, 1e-5, 1000, 1e-15)
+        frame, J, M = kdl.Frame(), kdl.Jacobian(n), kdl.JntSpaceInertiaMatrix(n)
+        tau = kdl.JntArray(n)
+        wrenches = [kdl.Wrench() for _ in range(chain.getNrOfSegments())]
+        self.notes = {'all_frame_poses': 'one JntToCart call per segment',
+                      'forward_dynamics': 'no forward-dynamics solver in this PyKDL'}
+        self.ops = {
+            'frame_pose': lambda q, qd, qdd: fk.JntToCart(q, frame),
+            'jacobian': lambda q, qd, qdd: jac.JntToJac(q, J),
+            'gravity': lambda q, qd, qdd: dyn.JntToGravity(q, tau),
+            'inverse_dynamics': lambda q, qd, qdd: rne.CartToJnt(q, qd, qdd, wrenches, tau),
+            'mass_matrix': lambda q, qd, qdd: dyn.JntToMass(q, M),
+        }
+
+    def array(self, values):
+        """A KDL JntArray of the chain's joints from our joint vector."""
+        out = self.kdl.JntArray(len(self.index))
+        for k, i in enumerate(self.index):
+            out[k] = float(values[i]) if i is not None else 0.0
+        return out
+
+    def state(self, q, qd, qdd):
+        """Our state as KDL joint arrays."""
+        return self.array(q), self.array(qd), self.array(qdd)

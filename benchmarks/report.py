@@ -62,7 +62,8 @@ def markdown(r):
                     lines.append(f'| {robot} | {solver} | {row["note"]} | {med} | |')
     if 'node' in r:
         lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques, every '
-                  'output on (poses, twists, Jacobians, markers, diagnostics)', '',
+                  'output on (tip panda_hand_tcp: pose, twist, Jacobian; markers, '
+                  'diagnostics)', '',
                   '| node | rate Hz | s | sent | answered | output Hz | p50 ms | p99 ms | CPU % | '
                   'RSS start→end MB |', '|---|---|---|---|---|---|---|---|---|---|']
         for name, runs in r['node'].items():

@@ -33,7 +33,8 @@ ROBOTS = {   # example-robot-data URDF, tip frame
     'kinova': ('kinova_description/robots/kinova.urdf', 'j2s6s200_end_effector'),
     'talos (branched)': ('talos_data/robots/talos_reduced.urdf', 'gripper_left_base_link'),
 }
-PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyBullet, peers.MuJoCo, peers.IKPy)
+PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyKDL, peers.PyBullet, peers.MuJoCo,
+         peers.IKPy)
 
 
 def erd(relative):
@@ -127,7 +128,8 @@ def bench_trajectory(points, rng, repeats):
     ours = peers.Ours(model, 'panda_hand').ops['inverse_dynamics']
     result['ms']['ros_dynamics loop'] = best(
         lambda: [ours(q[i], qd[i], qdd[i]) for i in range(points)])
-    for peer in (peers.Pinocchio, peers.RoboticsToolbox, peers.PyBullet, peers.MuJoCo):
+    for peer in (peers.Pinocchio, peers.RoboticsToolbox, peers.PyKDL, peers.PyBullet,
+                 peers.MuJoCo):
         try:
             p = peer(model, 'panda_hand', path)
             fn = p.ops['inverse_dynamics']
@@ -196,6 +198,26 @@ def bench_ik(targets, ikpy_targets, rng):
             rows['roboticstoolbox ik_LM (C++)'] = _ik_row(ok, times)
         except Exception as err:  # noqa: BLE001
             rows['roboticstoolbox ik_LM (C++)'] = {'note': f'n/a: {err}'[:160]}
+        try:
+            p = peers.PyKDL(model, tip, path)
+            kdl = p.kdl
+            times, ok = [], 0
+            seed_kdl = p.array(seed)
+            out = kdl.JntArray(len(p.index))
+            for T in goals:
+                frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
+                                  kdl.Vector(*T[:3, 3].tolist()))
+                t = time.perf_counter()
+                code = p.lma.CartToJnt(seed_kdl, frame, out)
+                times.append(time.perf_counter() - t)
+                q = seed.copy()
+                for k, i in enumerate(p.index):
+                    if i is not None:
+                        q[i] = out[k]
+                ok += code >= 0 and check(q, T)
+            rows['KDL LMA (C++)'] = _ik_row(ok, times)
+        except Exception as err:  # noqa: BLE001
+            rows['KDL LMA (C++)'] = {'note': f'n/a: {err}'[:160]}
         rows['ikpy'] = {'note': 'solves its own chain (first child at every branch); timed on '
                                 f'{ikpy_targets} targets'}
         try:
@@ -228,8 +250,10 @@ def bench_node(rates, durations):
     model = load(path)
     scripts = sysconfig.get_paths()['scripts']
     commands = {
+        # Every output on, for the arm's end effector (the default would add both fingers).
         'ros_dynamics dynamics_node': [os.path.join(scripts, 'dynamics_node'), '--ros-args',
-                                       '-p', f'urdf_file:={path}'],     # every output on
+                                       '-p', f'urdf_file:={path}',
+                                       '-p', 'tip_frames:=[panda_hand_tcp]'],
         'echo node (rclpy floor)': [sys.executable, os.path.join(HERE, 'echo_node.py')],
     }
     rclpy.init()
