@@ -59,7 +59,7 @@ class Pinocchio:
     def __init__(self, model, tip, path):
         import pinocchio as pin
         self.pin = pin
-        pm = pin.buildModelFromUrdf(path)
+        self.model = pm = pin.buildModelFromUrdf(path)
         pd = pm.createData()
         fid = pm.getFrameId(tip)
         idx_v = [pm.joints[pm.getJointId(n)].idx_v for n in model.moving_joint_names]
@@ -301,7 +301,8 @@ PYKDL_PATHS = ('/usr/lib/python3/dist-packages',)
 
 def import_pykdl():
     """PyKDL: importable as it is, else Debian's python3-pykdl loaded from its file (it is built
-    for the system Python 3.11, whose ABI this interpreter shares)."""
+    for the system Python 3.11, whose ABI this interpreter shares).
+    """
     try:
         import PyKDL
         return PyKDL
@@ -323,7 +324,8 @@ def import_pykdl():
 
 class PyKDL:
     """Orocos KDL through PyKDL (Debian's python3-pykdl), on the chain from the root to the tip,
-    built as kdl_parser builds it from a URDF."""
+    built as kdl_parser builds it from a URDF.
+    """
 
     name = 'pykdl'
 
@@ -346,7 +348,7 @@ class PyKDL:
             frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
                               kdl.Vector(*T[:3, 3].tolist()))
             if j.type == 'fixed':
-                joint = kdl.Joint(j.name, getattr(kdl.Joint, 'Fixed'))
+                joint = kdl.Joint(j.name, kdl.Joint.Fixed)
             else:
                 axis = T[:3, :3] @ j.axis
                 kind = kdl.Joint.TransAxis if j.type == 'prismatic' else kdl.Joint.RotAxis
@@ -369,7 +371,8 @@ class PyKDL:
         jac = kdl.ChainJntToJacSolver(chain)
         dyn = kdl.ChainDynParam(chain, g)
         rne = kdl.ChainIdSolver_RNE(chain, g)
-        self.lma = kdl.ChainIkSolverPos_LMA(chain, 1e-5, 1000, 1e-15)
+        # LMA weighs orientation by 0.01: a tight eps so that both errors reach 1e-5.
+        self.lma = kdl.ChainIkSolverPos_LMA(chain, 1e-10, 500, 1e-15)
         frame, J, M = kdl.Frame(), kdl.Jacobian(n), kdl.JntSpaceInertiaMatrix(n)
         tau = kdl.JntArray(n)
         wrenches = [kdl.Wrench() for _ in range(chain.getNrOfSegments())]

@@ -152,7 +152,8 @@ def chart(r, path):
     if 'trajectory' in r:
         items = [(k, v) for k, v in r['trajectory']['ms'].items() if isinstance(v, float)]
         ax.barh([k for k, _ in items], [v for _, v in items])
-        ax.set_xlabel('ms')
+        ax.set_xscale('log')
+        ax.set_xlabel('ms (log scale)')
         ax.set_title(f'inverse dynamics over {r["trajectory"]["points"]} waypoints')
         ax.tick_params(axis='y', labelsize=7)
     ax = axes[1, 0]
@@ -172,7 +173,8 @@ def chart(r, path):
             ax.plot(rates, [runs[x]['p50_ms'] or np.nan for x in runs], 's--',
                     label=f'{name} p50')
         ax.set_xlabel('joint state rate [Hz]')
-        ax.set_ylabel('latency [ms]')
+        ax.set_yscale('log')
+        ax.set_ylabel('latency [ms] (log scale)')
         ax.set_title('joint state -> torque message')
         ax.legend(fontsize=7)
     fig.tight_layout()

@@ -135,6 +135,8 @@ def bench_trajectory(points, rng, repeats):
             fn = p.ops['inverse_dynamics']
             states = [p.state(q[i], qd[i], qdd[i]) for i in range(points)]
             result['ms'][f'{peer.name} loop'] = best(lambda: [fn(*s) for s in states])
+            if peer is peers.Pinocchio:
+                result['ms'].update(_pinocchio_batched(p, states, best))
             if peer is peers.RoboticsToolbox:
                 Q, QD, QDD = (np.array(x) for x in zip(*states))
                 result['ms']['roboticstoolbox batched (rne on arrays)'] = best(
@@ -143,6 +145,21 @@ def bench_trajectory(points, rng, repeats):
             result['ms'][f'{peer.name} loop'] = f'n/a: {type(err).__name__}: {err}'[:120]
     print('[bench] trajectory done', flush=True)
     return result
+
+
+def _pinocchio_batched(p, states, best):
+    """Pinocchio's fastest path: rneaInParallel, its batched C++ call over a ModelPool."""
+    pin = p.pin
+    if not hasattr(pin, 'rneaInParallel'):
+        return {'pinocchio rneaInParallel': 'n/a: not in this Pinocchio version'}
+    Q, V, A = (np.asfortranarray(np.array(x).T) for x in zip(*states))
+    out = {}
+    for threads in (1, 2):
+        pool = pin.ModelPool(p.model, threads)
+        tau = np.zeros((p.model.nv, Q.shape[1]), order='F')
+        out[f'pinocchio rneaInParallel ({threads} thread{"s" if threads > 1 else ""}, batched '
+            'C++)'] = best(lambda: pin.rneaInParallel(threads, pool, Q, V, A, tau))
+    return out
 
 
 def bench_ik(targets, ikpy_targets, rng):
@@ -203,17 +220,17 @@ def bench_ik(targets, ikpy_targets, rng):
             kdl = p.kdl
             times, ok = [], 0
             seed_kdl = p.array(seed)
-            out = kdl.JntArray(len(p.index))
+            solution = kdl.JntArray(len(p.index))
             for T in goals:
                 frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
                                   kdl.Vector(*T[:3, 3].tolist()))
                 t = time.perf_counter()
-                code = p.lma.CartToJnt(seed_kdl, frame, out)
+                code = p.lma.CartToJnt(seed_kdl, frame, solution)
                 times.append(time.perf_counter() - t)
                 q = seed.copy()
                 for k, i in enumerate(p.index):
                     if i is not None:
-                        q[i] = out[k]
+                        q[i] = solution[k]
                 ok += code >= 0 and check(q, T)
             rows['KDL LMA (C++)'] = _ik_row(ok, times)
         except Exception as err:  # noqa: BLE001

@@ -113,3 +113,29 @@ def test_client_gone_mid_call_and_sigterm(client, tmp_path):
     finally:
         if node.proc.poll() is None:
             node.stop()
+
+
+def test_huge_and_backwards_joint_states(client, tmp_path):
+    ns = 'fault3'
+    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
+                       log_path=str(tmp_path / 'node.log'))
+    try:
+        got = []
+        client.create_subscription(JointState, f'/{ns}/gravity_torques', got.append, 100)
+        pub = client.create_publisher(JointState, f'/{ns}/joint_states', 10)
+        huge = JointState(name=[f'extra_{i}' for i in range(10_000)] + list(MODEL.joint_names),
+                          position=[0.0] * 10_000 + Q)
+        huge.header.stamp.sec = 100
+        assert spin_until(client, lambda: got, 20.0, lambda: pub.publish(huge)), node.output()
+        np.testing.assert_allclose(got[-1].effort, MODEL.gravity_torques(np.array(Q)),
+                                   atol=1e-9)
+        older = state()
+        older.header.stamp.sec = 50                          # the clock went backwards
+        got.clear()
+        assert spin_until(client, lambda: any(m.header.stamp.sec == 50 for m in got), 10.0,
+                          lambda: pub.publish(older))
+    finally:
+        code = node.stop()
+    assert code == 0, node.output()
+    assert 'timestamps went backwards' in node.output()
+    assert "name joints the model does not have: ['extra_0'" in node.output()

@@ -79,7 +79,8 @@ class DynamicsNode(Node):
         self._last_stamp = None
         self.counters = {'joint_states': 0, 'dropped': 0, 'published': 0,
                          'trajectories': 0, 'trajectories_rejected': 0,
-                         'descriptions_refused': 0, 'wrenches_rejected': 0}
+                         'descriptions_refused': 0, 'wrenches_rejected': 0,
+                         'stamps_backwards': 0}
         self._compute_times = []
         self._settings = {}          # output switches, friction, markers rate (hot path cache)
         self._refresh_settings()
@@ -328,7 +329,14 @@ class DynamicsNode(Node):
             self.get_logger().warning(f'waiting for joint states of {missing}',
                                       throttle_duration_sec=_THROTTLE_S)
             return
-        self._last_stamp = msg.header.stamp
+        stamp = msg.header.stamp
+        last = self._last_stamp
+        if last is not None and (stamp.sec, stamp.nanosec) < (last.sec, last.nanosec):
+            # Served all the same (a simulation restarting its clock does this), but reported.
+            self.counters['stamps_backwards'] += 1
+            self.get_logger().warning('joint state timestamps went backwards',
+                                      throttle_duration_sec=_THROTTLE_S)
+        self._last_stamp = stamp
         if self._publish_rate <= 0:
             self._compute_and_publish(model, merger.q.copy(), merger.qd.copy(), msg.header.stamp)
 
