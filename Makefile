@@ -4,11 +4,12 @@
 SHELL := /bin/bash
 RUN := source .ci/activate.sh &&
 
-.PHONY: help env test demo bench lint clean
+.PHONY: help env test demo bench soak lint clean
 help:
 	@echo "make demo [URDF=path/to/robot.urdf]   run the nodes on the demo arm (or your robot)"
 	@echo "make test                             run every test"
 	@echo "make bench                            run the benchmark suite against peers"
+	@echo "make soak                             10 minutes of 1 kHz joint states, 1 % bad"
 	@echo "make env                              only prepare .venv"
 
 env:
@@ -23,6 +24,10 @@ demo: env
 # Benchmarks against the peers (installed into .venv on first use); writes benchmarks/results/.
 bench: env .venv/.bench_requirements
 	$(RUN) python benchmarks/run.py $(BENCH_ARGS)
+
+# Soak test of the node (not part of make test): 1 kHz joint states for 10 minutes, 1 % bad.
+soak: env .venv/.bench_requirements
+	$(RUN) python benchmarks/soak.py $(SOAK_ARGS)
 
 .venv/.bench_requirements: benchmarks/requirements.txt
 	$(RUN) python -m pip install -q --disable-pip-version-check -r benchmarks/requirements.txt

@@ -27,7 +27,7 @@ _LAMBDA0 = 1e-6          # damping floor
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
 _MAX_ITERATIONS = 20     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
-_BATCH = 4               # restarts advanced together
+_BATCH = 6               # restarts advanced together
 _NULLSPACE_GAIN = 0.3
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
 
@@ -144,7 +144,8 @@ class _Search:
     """State of one IK search: a batch of configurations advanced together.
 
     Row 0 starts at the seed and is pulled toward it in the task null space (redundant arms);
-    once it converges or stalls, rows are random restarts inside the limits.
+    the other rows, and every row that converges or stalls, restart at random configurations
+    inside the limits.
     """
 
     def __init__(self, model, frame, T_target, q_seed, w, p_tol, o_tol, position_only, rng):
@@ -160,13 +161,17 @@ class _Search:
         self.eye = np.eye(model.nq)
         self.found = []
         self.best = (np.inf, q_seed, np.inf, np.inf)
-        self.attempts = 1
+        # The seed and random restarts advance together from the first iteration: a batch
+        # costs little more than one configuration in vectorised NumPy.
+        self.attempts = _BATCH
         self.iterations = 0
-        self.Q = np.clip(q_seed, self.clip_lo, self.clip_hi)[None, :]
-        self.from_seed = np.array([True])
-        self.best_cost = np.full(1, np.inf)
-        self.stall = np.zeros(1, dtype=int)
-        self.age = np.zeros(1, dtype=int)
+        self.Q = np.vstack([np.clip(q_seed, self.clip_lo, self.clip_hi)[None, :],
+                            rng.uniform(self.lo, self.hi, size=(_BATCH - 1, model.nq))])
+        self.from_seed = np.arange(_BATCH) == 0
+        self.best_cost = np.full(_BATCH, np.inf)
+        self.stall = np.zeros(_BATCH, dtype=int)
+        self.age = np.zeros(_BATCH, dtype=int)
+        self._stepped = True
 
     def run(self, deadline, max_solutions):
         """Iterate until enough solutions or the deadline; returns True when timed out."""
@@ -179,7 +184,10 @@ class _Search:
             ok = (pos_err <= self.p_tol) & (self.position_only | (ori_err <= self.o_tol))
             cost = 0.5 * np.sum(self.w * e * e, axis=1)
             self._record(ok, cost, pos_err, ori_err)
-            if len(self.found) >= max_solutions:
+            # Enough solutions -- but while the seed's own row still converges, wait for it:
+            # its solution is the one nearest the seed.
+            seed_running = bool(np.any(self.from_seed & ~ok))
+            if len(self.found) >= max_solutions and not seed_running:
                 return False
             if time.monotonic() >= deadline:
                 return True
@@ -194,6 +202,7 @@ class _Search:
                                                             (self.q_seed - self.Q[0])[None])[0]
             self.Q = np.clip(self.Q + dq, self.clip_lo, self.clip_hi)
             self.iterations += len(self.Q)
+            self._stepped = True
 
     def _record(self, ok, cost, pos_err, ori_err):
         for i in np.flatnonzero(ok):
@@ -205,11 +214,13 @@ class _Search:
 
     def _restart(self, ok, cost):
         """Replace converged, stalled and exhausted rows by random configurations."""
-        improved = cost < self.best_cost * (1.0 - 1e-3)
-        self.stall = np.where(improved, 0, self.stall + 1)
-        self.best_cost = np.minimum(self.best_cost, cost)
-        self.age += 1
+        if self._stepped:            # progress is judged only after a step was taken
+            improved = cost < self.best_cost * (1.0 - 1e-3)
+            self.stall = np.where(improved, 0, self.stall + 1)
+            self.best_cost = np.minimum(self.best_cost, cost)
+            self.age += 1
         done = ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
+        self._stepped = False
         if not done.any():
             return False
         keep = ~done

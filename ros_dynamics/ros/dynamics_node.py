@@ -14,9 +14,11 @@ request never holds up joint states; each executor is single-threaded, the faste
 import faulthandler
 import math
 import re
+import signal
 import sys
 import threading
 import time
+import traceback
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
@@ -26,6 +28,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
@@ -559,53 +562,61 @@ def _jacobian_array(J, joint_names, base):
 
 
 def main(args=None):
-    """Entry point of ``ros2 run ros_dynamics dynamics_node``."""
+    """Entry point of ``ros2 run ros_dynamics dynamics_node``.
+
+    Shutdown is ordered: SIGINT/SIGTERM set an event the main thread waits on; it then stops
+    both executors, joins their threads, destroys the nodes and only then shuts rclpy down
+    (rclpy's own handlers would shut the context down under a spinning executor thread).
+    """
     faulthandler.enable()      # a crash in native code prints the Python stack
-    rclpy.init(args=args)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     # Let the streaming callbacks take the interpreter back quickly while an IK solve runs.
     sys.setswitchinterval(0.0005)
-    node = services = service_thread = None
-    executors = []
+    nodes, executors, threads = [], [], []
+    code = 0
     try:
         node = DynamicsNode()
+        nodes.append(node)
         services = KinematicsServiceNode(node)
-        streaming = SingleThreadedExecutor()
-        streaming.add_node(node)
-        executors.append(streaming)
-        if services.available:
-            service_executor = SingleThreadedExecutor()
-            service_executor.add_node(services)
-            executors.append(service_executor)
-            service_thread = threading.Thread(target=_spin_until_shutdown,
-                                              args=(service_executor,),
-                                              name='ros_dynamics_services')
-            service_thread.start()
-        _spin_until_shutdown(streaming)
-    except KeyboardInterrupt:
-        pass
+        nodes.insert(0, services)
+        for n in (node, services) if services.available else (node,):
+            executor = SingleThreadedExecutor()
+            executor.add_node(n)
+            executors.append(executor)
+            thread = threading.Thread(target=_spin, args=(executor, stop), daemon=True,
+                                      name=f'spin_{n.get_name()}')
+            threads.append(thread)
+            thread.start()
+        while not stop.wait(0.5):
+            pass
+    except SystemExit as err:
+        print(err, file=sys.stderr)
+        code = 1
     finally:
-        # Stop both executors and wait for the service thread before destroying anything it
-        # may still be waiting on.
         for executor in executors:
             executor.shutdown(timeout_sec=1.0)
-        if service_thread is not None:
-            service_thread.join(timeout=5.0)
-        for n in (services, node):
-            if n is not None:
-                n.destroy_node()
+        for thread in threads:
+            thread.join(timeout=5.0)
+        for n in nodes:
+            n.destroy_node()
         rclpy.try_shutdown()
+    return code
 
 
-def _spin_until_shutdown(executor):
-    """Spin; errors raised because the context is shutting down (Ctrl-C) end the spin."""
+def _spin(executor, stop):
+    """Spin until shut down; an error ends the process (through ``stop``)."""
     try:
         executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         pass
     except Exception:
-        if rclpy.ok():
-            raise
+        traceback.print_exc()
+    finally:
+        stop.set()
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())
