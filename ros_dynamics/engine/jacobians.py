@@ -90,10 +90,10 @@ def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', p
 def frame_velocity(state, frame, expressed_in='local_world_aligned', point=None):
     """Twist (..., 6) of a frame in the chosen convention; state needs qd."""
     check_convention(expressed_in)
-    T, p, v_p, w = state.point_motion(frame, point)[:4]
     if expressed_in == 'world':
-        V = state.V_world_body[..., state.model.frame_body[state.model.frame_index(frame)], :]
-        return V.copy()
+        return state.V_world_body[..., state.model.frame_body[state.model.frame_index(frame)],
+                                  :].copy()
+    T, p, v_p, w = state.point_motion(frame, point)[:4]
     if expressed_in == 'local':
         R_T = np.swapaxes(T[..., :3, :3], -1, -2)
         v_p, w = (R_T @ v_p[..., None])[..., 0], (R_T @ w[..., None])[..., 0]

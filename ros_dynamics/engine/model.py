@@ -157,8 +157,7 @@ class RobotModel:
         name, links, joints, notes = parse_urdf(
             xml, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
             mesh_search_paths=mesh_search_paths)
-        filled = [n for n in notes if n.startswith(('filled', 'link'))]
-        return cls(links, joints, name=name, strict=strict, notes=filled)
+        return cls(links, joints, name=name, strict=strict, notes=notes)
 
     @classmethod
     def from_urdf_file(cls, path, *, strict=False, fill_inertials_density=None,

@@ -75,7 +75,7 @@ def external_body_forces(model, state, f_ext, f_ext_frame):
 
 def joint_torques(model, state, body_forces):
     """``tau`` (..., nq) of independent joints from net spatial forces on every body."""
-    F = model.subtree_sum(body_forces[..., :, :])
+    F = model.subtree_sum(body_forces)
     tau = np.einsum('...kj,...kj->...k', state.S_world, F)
     return model.to_independent_forces(tau)
 

@@ -30,11 +30,12 @@ def read_urdf_file(path):
 def parse_urdf(xml, *, fill_inertials_density=None, base_dir=None, mesh_search_paths=()):
     """Parse URDF text into ``(robot_name, links, joints, notes)``.
 
-    ``notes`` lists what the parser ignored (unknown tags and attributes) and, with
-    ``fill_inertials_density`` [kg/m^3], the links moved by joints that had no ``<inertial>`` and
-    got one from their collision (else visual) geometry; mesh URIs are resolved against
-    ``base_dir`` and ``mesh_search_paths``. Raises :class:`UrdfError` for anything that is not a
-    well-formed, numerically valid description.
+    ``notes`` lists, with ``fill_inertials_density`` [kg/m^3], the links moved by joints that had
+    no ``<inertial>`` and got one from their collision (else visual) geometry (empty
+    otherwise); mesh URIs are resolved against ``base_dir`` and ``mesh_search_paths``. Tags the
+    model does not read (geometry, transmissions, simulator extensions) are ignored silently.
+    Raises :class:`UrdfError` for anything that is not a well-formed, numerically valid
+    description.
     """
     if not isinstance(xml, str):
         raise UrdfError(f'robot description: expected URDF text (str), got {type(xml).__name__}')
@@ -47,13 +48,13 @@ def parse_urdf(xml, *, fill_inertials_density=None, base_dir=None, mesh_search_p
     if root.tag != 'robot':
         raise UrdfError(f'robot description: root element is <{root.tag}>, expected <robot>')
     _validate_xml(root)
-    robot, notes = _parse_with_urdf_parser_py(_kinematic_xml(root))
+    robot = _parse_with_urdf_parser_py(_kinematic_xml(root))
     links = [LinkSpec(link.name, _inertial(link)) for link in robot.links]
     joints = [_joint_spec(j) for j in robot.joints]
+    notes = []
     if fill_inertials_density is not None:
-        links, filled = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
-                                        mesh_search_paths)
-        notes = notes + filled
+        links, notes = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
+                                       mesh_search_paths)
     return robot.name or '', links, joints, notes
 
 
@@ -103,10 +104,9 @@ def _parse_with_urdf_parser_py(xml):
     from urdf_parser_py import xml_reflection
     from urdf_parser_py.urdf import URDF
 
-    notes = []
     core = xml_reflection.core
     previous = core.on_error
-    core.on_error = notes.append
+    core.on_error = lambda message: None     # unknown tags: the XML was validated above
     try:
         with open(os.devnull, 'w') as devnull, contextlib.redirect_stderr(devnull):
             robot = URDF.from_xml_string(xml)
@@ -114,7 +114,7 @@ def _parse_with_urdf_parser_py(xml):
         raise UrdfError(f'robot description rejected by urdf_parser_py: {err}') from None
     finally:
         core.on_error = previous
-    return robot, notes
+    return robot
 
 
 # --- XML validation ----------------------------------------------------------------------------

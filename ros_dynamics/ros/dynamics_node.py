@@ -74,6 +74,7 @@ class DynamicsNode(Node):
         self._merger = None
         self._tips = ()
         self._base = ''
+        self._base_fixed = True
         self._command_index = None
         self._tip_pubs = {}
         self._wrenches = {}          # tip -> (frame_id, wrench (6,))
@@ -233,6 +234,8 @@ class DynamicsNode(Node):
         with self._lock:
             self._tips = tuple(tips)
             self._base = base
+            # A base fixed to the root: twists are J qd and Jacobians are those of the tips.
+            self._base_fixed = bool(model.frame_body[model.frame_index(base)] == 0)
             self._command_index = np.array([model.joint_index(j) for j in command], dtype=int)
             for tip in tips:
                 if tip not in self._tip_pubs:
@@ -406,18 +409,25 @@ class DynamicsNode(Node):
         started = time.perf_counter()
         with self._lock:
             tips, base, command_index = self._tips, self._base, self._command_index
+            base_fixed = self._base_fixed
             wrenches = dict(self._wrenches)
             trajectory = self._trajectory
         settings = self._settings
         on = {o: settings[f'publish.{o}'] for o in OUTPUTS}
         state = kinematics.forward_kinematics(model, q, qd, check=False)
+        jacobian = {}           # tip -> world-aligned Jacobian, computed once per message
+
+        def tip_jacobian(tip):
+            if tip not in jacobian:
+                jacobian[tip] = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
+            return jacobian[tip]
+
         tau_g = rnea.gravity_torques(model, state)
         for tip, (frame, w) in wrenches.items():
             if tip in tips:
                 R = state.frame_pose(frame)[:3, :3]
                 world = np.concatenate([R @ w[:3], R @ w[3:]])
-                J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
-                tau_g = tau_g + J.T @ world
+                tau_g = tau_g + tip_jacobian(tip).T @ world
         if on['gravity']:
             out = JointState()
             out.header.stamp = stamp
@@ -428,7 +438,6 @@ class DynamicsNode(Node):
         T_world_base = state.frame_pose(base)
         R_base = T_world_base[:3, :3]
         T_base_world = inverse_transform(T_world_base)
-        base_fixed = model.frame_body[model.frame_index(base)] == 0
         for tip in tips:
             pose_pub, twist_pub, jac_pub, _ = self._tip_pubs[tip]
             if on['poses']:
@@ -438,7 +447,7 @@ class DynamicsNode(Node):
                 pose_pub.publish(pose)
             J = None
             if on['jacobians'] or (on['twists'] and base_fixed):
-                J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
+                J = tip_jacobian(tip)
                 J = np.vstack([R_base.T @ J[:3], R_base.T @ J[3:]])
             if on['twists']:
                 # A base fixed to the root: the twist is J qd; a moving base: relative motion.
@@ -453,7 +462,8 @@ class DynamicsNode(Node):
         if on['feedforward'] and trajectory is not None:
             self._publish_feedforward(model, q, trajectory, command_index)
         if on['markers']:
-            self._publish_markers(model, state, tips, base, T_base_world, tau_g, stamp)
+            self._publish_markers(model, state, tips, base, T_base_world, tau_g, stamp,
+                                  tip_jacobian)
         self.counters['published'] += 1
         self._compute_times.append(time.perf_counter() - started)
 
@@ -471,7 +481,8 @@ class DynamicsNode(Node):
         tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff, friction=self._settings['friction'])
         self._ff_pub.publish(_float_array(tau[command_index], 'joints'))
 
-    def _publish_markers(self, model, state, tips, base, T_base_world, tau_g, stamp):
+    def _publish_markers(self, model, state, tips, base, T_base_world, tau_g, stamp,
+                         tip_jacobian):
         now = time.monotonic()
         if now - self._last_markers < 1.0 / self._settings['markers_rate']:
             return
@@ -479,8 +490,7 @@ class DynamicsNode(Node):
         R, p = T_base_world[:3, :3], T_base_world[:3, 3]
         ellipsoids = []
         for tip in tips:
-            J = jacobians.frame_jacobian(state, tip, 'local_world_aligned')
-            axes, lengths = markers.manipulability_ellipsoid(R @ J[:3])
+            axes, lengths = markers.manipulability_ellipsoid(R @ tip_jacobian(tip)[:3])
             ellipsoids.append(((T_base_world @ state.frame_pose(tip))[:3, 3], axes, lengths))
         z, origins = state.joint_axes_world
         independent = [model.moving_joint_names.index(n) for n in model.joint_names]
