@@ -16,7 +16,7 @@ env:
 	@bash .ci/bootstrap_env.sh
 
 test: env
-	$(RUN) python -m pytest test $(PYTEST_ARGS)
+	$(RUN) python -m pytest $(or $(PYTEST_ARGS),test)
 
 demo: env
 	$(RUN) python -m ros_dynamics.demo $(if $(URDF),--urdf "$(URDF)") $(DEMO_ARGS)
