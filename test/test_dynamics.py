@@ -10,7 +10,7 @@ from pinocchio_reference import Reference, random_state
 import pytest
 from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, erd
 
-from ros_dynamics.engine import InvalidInputError, ModelError, RobotModel, ShapeError
+from ros_dynamics.engine import InvalidInputError, ModelError, RobotModel, ShapeError, rnea_batch
 
 
 def load(path):
@@ -267,6 +267,40 @@ def test_batched_dynamics_equal_looped_results():
         np.testing.assert_allclose(M[idx], model.mass_matrix(q[idx]), atol=1e-12)
         np.testing.assert_allclose(a[idx], model.forward_dynamics(q[idx], qd[idx], tau[idx]),
                                    rtol=1e-6, atol=1e-6)
+
+
+def test_trajectory_inverse_dynamics_match_pinocchio(robot):
+    """Long batches take the trajectory kernel (rnea_batch), over a chunk boundary."""
+    model, ref = robot
+    rng = np.random.default_rng(53)
+    n = rnea_batch.CHUNK + 37
+    assert n >= rnea_batch.min_states(model)
+    states = [random_state(model, rng) for _ in range(n)]
+    q, qd, qdd = (np.array(x) for x in zip(*states))
+    tau = model.inverse_dynamics(q, qd, qdd)
+    expected = [ref.fold(pin.rnea(ref.pm, ref.pd, ref.q(q[i]), ref.v(qd[i]), ref.v(qdd[i])))
+                for i in range(n)]
+    rel_close(tau, np.array(expected))
+    # The same states through the one-state code path, and in a (2, k) batch shape.
+    rel_close(tau[-3:], np.array([model.inverse_dynamics(*s) for s in states[-3:]]))
+    k = n // 2
+    rel_close(model.inverse_dynamics(q[:2 * k].reshape(2, k, -1), qd[:2 * k].reshape(2, k, -1),
+                                     qdd[:2 * k].reshape(2, k, -1)),
+              tau[:2 * k].reshape(2, k, -1))
+
+
+def test_trajectory_inverse_dynamics_with_settings():
+    """Rotor inertia, friction, a payload and another gravity reach the trajectory kernel."""
+    model = load(erd(PANDA))
+    rng = np.random.default_rng(54)
+    n = 3 * rnea_batch.min_states(model)
+    q, qd, qdd = (np.array(x) for x in zip(*[random_state(model, rng) for _ in range(n)]))
+    model.set_rotor_inertia({model.joint_names[1]: 0.3, model.joint_names[3]: 0.1})
+    model.set_payload('panda_hand', 1.5, (0.0, 0.02, 0.1), np.diag([0.01, 0.02, 0.03]))
+    model.set_gravity((0.5, -1.0, -9.7))
+    tau = model.inverse_dynamics(q, qd, qdd, friction=True)
+    one_by_one = [model.inverse_dynamics(q[i], qd[i], qdd[i], friction=True) for i in range(n)]
+    rel_close(tau, np.array(one_by_one), rtol=1e-12)
 
 
 def test_dynamics_input_errors():

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from . import aba, crba, ik, jacobians, kinematics, rnea
+from . import aba, crba, ik, jacobians, kinematics, rnea, rnea_batch
 from .dh import specs_from_dh
 from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
 from .rotations import as_matrices, as_vectors, skew
@@ -436,9 +436,22 @@ class RobotModel:
         that frame, expressed in the world (root) frame at the frame's origin
         (``f_ext_frame='world'``) or in the frame's own axes (``'local'``). ``friction=True``
         adds viscous damping and Coulomb friction from the URDF ``<dynamics>``.
+
+        Many states at once (a trajectory) without ``f_ext`` run through
+        :mod:`~ros_dynamics.engine.rnea_batch`, which is built for long batches.
         """
-        return rnea.inverse_dynamics(self, self.kinematics(q, qd, qdd), f_ext, f_ext_frame,
-                                     friction=friction)
+        q = kinematics.as_joint_vector(self, q, 'q')
+        states = q[..., 0].size
+        if f_ext or q.ndim < 2 or states < rnea_batch.min_states(self):
+            return rnea.inverse_dynamics(self, self.kinematics(q, qd, qdd), f_ext, f_ext_frame,
+                                         friction=friction)
+        batch = q.shape[:-1]
+        qd = kinematics.as_joint_vector(self, qd, 'qd', batch)
+        qdd = kinematics.as_joint_vector(self, qdd, 'qdd', batch)
+        tau = rnea_batch.inverse_dynamics(self, q.reshape(states, self.nq),
+                                          qd.reshape(states, self.nq),
+                                          qdd.reshape(states, self.nq), friction=friction)
+        return tau.reshape(q.shape)
 
     def gravity_torques(self, q):
         """Torques (..., nq) that hold the robot still against gravity (payloads included)."""
