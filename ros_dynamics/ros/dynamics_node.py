@@ -86,6 +86,7 @@ class DynamicsNode(Node):
                          'descriptions_refused': 0, 'wrenches_rejected': 0,
                          'stamps_backwards': 0}
         self._compute_times = []
+        self._templates = None      # (model, frames and command joints, output messages)
         self._settings = {}          # output switches, friction, markers rate (hot path cache)
         self._refresh_settings()
 
@@ -95,8 +96,8 @@ class DynamicsNode(Node):
         self._ff_traj_pub = self.create_publisher(JointTrajectory, 'feedforward_trajectory', 10)
         self._marker_pub = self.create_publisher(MarkerArray, 'markers', 10)
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 JOINT_STATE_QOS)
+        self._joint_state_sub = self.create_subscription(
+            JointState, 'joint_states', self._on_joint_state, JOINT_STATE_QOS)
         self.create_subscription(JointTrajectory, 'joint_trajectory', self._on_trajectory, 10)
         self.create_subscription(String, 'robot_description', self._on_description_msg,
                                  DESCRIPTION_QOS)
@@ -313,6 +314,19 @@ class DynamicsNode(Node):
     # --- inputs -------------------------------------------------------------------------------
 
     def _on_joint_state(self, msg):
+        self._serve_joint_state(msg)
+        # Joint states that queued up meanwhile are taken here, one after the other, without a
+        # trip through the executor each: its wait-set bookkeeping costs about as much as
+        # serving a message, so a node that fell behind at 1 kHz would not catch up otherwise.
+        sub = self._joint_state_sub
+        for _ in range(JOINT_STATE_QOS.depth):
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+            if taken is None:
+                return
+            self._serve_joint_state(taken[0])
+
+    def _serve_joint_state(self, msg):
         self.counters['joint_states'] += 1
         with self._lock:
             model, merger = self._model, self._merger
@@ -414,8 +428,10 @@ class DynamicsNode(Node):
             trajectory = self._trajectory
         settings = self._settings
         on = {o: settings[f'publish.{o}'] for o in OUTPUTS}
-        state = kinematics.forward_kinematics(model, q, qd, check=False)
+        # With the base fixed to the root, twists are J qd: no body velocities needed.
+        state = kinematics.forward_kinematics(model, q, None if base_fixed else qd, check=False)
         jacobian = {}           # tip -> world-aligned Jacobian, computed once per message
+        out = self._messages(model, tips, base, command_index)
 
         def tip_jacobian(tip):
             if tip not in jacobian:
@@ -429,20 +445,21 @@ class DynamicsNode(Node):
                 world = np.concatenate([R @ w[:3], R @ w[3:]])
                 tau_g = tau_g + tip_jacobian(tip).T @ world
         if on['gravity']:
-            out = JointState()
-            out.header.stamp = stamp
-            out.name = list(model.joint_names)
-            out.effort = tau_g.tolist()
-            self._gravity_pub.publish(out)
-            self._command_pub.publish(_float_array(tau_g[command_index], 'joints'))
+            msg = out['gravity']
+            msg.header.stamp = stamp
+            msg.effort = tau_g.tolist()
+            self._gravity_pub.publish(msg)
+            msg = out['command']
+            msg.data = tau_g[command_index].tolist()
+            self._command_pub.publish(msg)
         T_world_base = state.frame_pose(base)
         R_base = T_world_base[:3, :3]
         T_base_world = inverse_transform(T_world_base)
         for tip in tips:
             pose_pub, twist_pub, jac_pub, _ = self._tip_pubs[tip]
+            pose, twist, jac = out[tip]
             if on['poses']:
-                pose = PoseStamped()
-                pose.header.stamp, pose.header.frame_id = stamp, base
+                pose.header.stamp = stamp
                 pose_from_matrix(T_base_world @ state.frame_pose(tip), pose.pose)
                 pose_pub.publish(pose)
             J = None
@@ -453,12 +470,12 @@ class DynamicsNode(Node):
                 # A base fixed to the root: the twist is J qd; a moving base: relative motion.
                 vw = J @ qd if base_fixed else np.concatenate(
                     kinematics.relative_twist(state, tip, base, base, base))
-                twist = TwistStamped()
-                twist.header.stamp, twist.header.frame_id = stamp, base
+                twist.header.stamp = stamp
                 vector6_to_twist(vw, twist.twist)
                 twist_pub.publish(twist)
             if on['jacobians']:
-                jac_pub.publish(_jacobian_array(J, model.joint_names, base))
+                jac.data = J.ravel().tolist()
+                jac_pub.publish(jac)
         if on['feedforward'] and trajectory is not None:
             self._publish_feedforward(model, q, trajectory, command_index)
         if on['markers']:
@@ -466,6 +483,23 @@ class DynamicsNode(Node):
                                   tip_jacobian)
         self.counters['published'] += 1
         self._compute_times.append(time.perf_counter() - started)
+
+    def _messages(self, model, tips, base, command_index):
+        """Output messages of the hot path, built once per model and frames and refilled for
+        every joint state (publishing serialises a message, so it can be reused at once).
+        """
+        key = (model, tips, base, tuple(command_index))
+        if self._templates is None or self._templates[0] != key:
+            gravity = JointState(name=list(model.joint_names))
+            command = _float_array([0.0] * len(command_index), 'joints')
+            out = {'gravity': gravity, 'command': command}
+            for tip in tips:
+                pose, twist = PoseStamped(), TwistStamped()
+                pose.header.frame_id = twist.header.frame_id = base
+                jac = _jacobian_array(np.zeros((6, model.nq)), model.joint_names, base)
+                out[tip] = (pose, twist, jac)
+            self._templates = (key, out)
+        return self._templates[1]
 
     def _publish_feedforward(self, model, q, trajectory, command_index):
         traj, start, index = trajectory
