@@ -5,10 +5,10 @@ import warnings
 
 import numpy as np
 import pytest
-from robots import DEMO_ARM, PANDA, UR5, erd
+from robots import COMPARED, DEMO_ARM, PANDA, TREE_URDF, UR5, erd
 
 from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UnknownFrameError
-from ros_dynamics.engine.ik import pose_error
+from ros_dynamics.engine.ik import Chain, pose_error
 from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
 from ros_dynamics.engine.rotations import exp_so3, log_so3
 
@@ -192,3 +192,18 @@ def test_planar_3r_agrees_with_the_numerical_solver():
         assert numeric.success, numeric.message
         np.testing.assert_allclose(np.angle(np.exp(1j * numeric.q)),
                                    np.angle(np.exp(1j * np.array(closed[0]))), atol=1e-6)
+
+
+@pytest.mark.parametrize('robot', COMPARED + ['tree'])
+def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
+    """The IK's chain kinematics (z-aligned joint frames, only the joints that move the frame)
+    against the full forward kinematics, for every frame: prismatic, continuous and mimic
+    joints included.
+    """
+    model = RobotModel.from_urdf_string(TREE_URDF) if robot == 'tree' else load(erd(robot))
+    Q = np.random.default_rng(65).uniform(-1.0, 1.0, (5, model.nq))
+    poses = model.frame_poses(Q)
+    for frame in model.frame_names:
+        T, J = Chain(model, frame).pose_and_jacobian(Q)
+        np.testing.assert_allclose(T, poses[frame], atol=1e-12)
+        np.testing.assert_allclose(J, model.jacobian(Q, frame), atol=1e-12)

@@ -149,3 +149,13 @@ def test_skew_and_unskew():
     v, u = np.array([1.0, -2.0, 0.5]), np.array([0.3, 0.1, -4.0])
     np.testing.assert_allclose(rot.skew(v) @ u, np.cross(v, u))
     np.testing.assert_allclose(rot.unskew(rot.skew(v)), v)
+
+
+@pytest.mark.parametrize('axis', [(0, 0, 1), (0, 0, -1), (1, 0, 0), (0, -1, 0),
+                                  (0.6, 0.0, -0.8), (1e-14, 0.0, -1.0), (0.3, -0.4, 0.866)])
+def test_matrix_z_to_turns_z_onto_the_axis(axis):
+    a = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    R = rot.matrix_z_to(a)
+    np.testing.assert_allclose(R @ [0.0, 0.0, 1.0], a, atol=1e-12)
+    np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-12)
+    assert np.isclose(np.linalg.det(R), 1.0)

@@ -19,16 +19,17 @@ import time
 
 import numpy as np
 
-from . import jacobians, kinematics
+from . import kinematics
 from .exceptions import InvalidInputError, ShapeError
-from .rotations import log_so3
+from .rotations import cross, log_so3
 
 _LAMBDA0 = 1e-6          # damping floor
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
-_MAX_ITERATIONS = 20     # per attempt, before a restart
+_MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
-_BATCH = 6               # restarts advanced together
+_BATCH = 12              # restarts advanced together
 _NULLSPACE_GAIN = 0.3
+_SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
 
 
@@ -53,25 +54,111 @@ class IKResult:
     solutions: list = field(default_factory=list)
 
 
-_AXIS_A = ([2, 0, 1], [1, 2, 0])
-_AXIS_B = ([1, 2, 0], [2, 0, 1])
-_DIAG = ([0, 1, 2], [0, 1, 2])
+# Entries of a flattened R giving its skew part R - R^T: R[2,1] - R[1,2], R[0,2] - R[2,0],
+# R[1,0] - R[0,1]; and its diagonal.
+_SKEW_PLUS = np.array([7, 2, 3])
+_SKEW_MINUS = np.array([5, 6, 1])
+_DIAGONAL = np.array([0, 4, 8])
 
 
 def pose_error(T, T_target):
-    """Error ``[p_target - p; log(R_target R^T)]`` (..., 6) in world axes."""
-    dp = T_target[:3, 3] - T[..., :3, 3]
-    dR = T_target[:3, :3] @ np.swapaxes(T[..., :3, :3], -1, -2)
-    # log(dR) from its skew part sin(t) * axis; the full log only for angles near pi.
-    s = 0.5 * (dR[..., _AXIS_A[0], _AXIS_A[1]] - dR[..., _AXIS_B[0], _AXIS_B[1]])
-    cos_t = 0.5 * (dR[..., _DIAG[0], _DIAG[1]].sum(axis=-1) - 1.0)
-    if np.all(cos_t > -0.9):
-        sin_t = np.sqrt((s * s).sum(axis=-1))
-        theta = np.arctan2(sin_t, cos_t)
-        w = s * np.where(sin_t > 1e-300, theta / np.maximum(sin_t, 1e-300), 1.0)[..., None]
+    """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
+    (4, 4), (B, 6) for poses (B, 4, 4).
+    """
+    if T.ndim == 2:
+        return pose_error(T[None], T_target)[0]
+    e = np.empty((len(T), 6))
+    np.subtract(T_target[:3, 3], T[:, :3, 3], out=e[:, :3])
+    dR = T_target[:3, :3] @ np.swapaxes(T[:, :3, :3], 1, 2)
+    # log(dR) from its skew part 2 sin(t) axis; the full log only for angles near pi.
+    flat = dR.reshape(-1, 9)
+    s = flat.take(_SKEW_PLUS, 1) - flat.take(_SKEW_MINUS, 1)
+    cos_t = 0.5 * flat.take(_DIAGONAL, 1).sum(axis=1) - 0.5
+    if cos_t.min() > -0.9:
+        two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
+        small = two_sin < 1e-300
+        factor = np.arctan2(0.5 * two_sin, cos_t) / np.where(small, 1.0, two_sin)
+        np.multiply(s, np.where(small, 0.5, factor)[:, None], out=e[:, 3:])
     else:
-        w = log_so3(dR)
-    return np.concatenate([dp, w], axis=-1)
+        e[:, 3:] = log_so3(dR)
+    return e
+
+
+class Chain:
+    """Pose and Jacobian of one frame from the joints that move it, for a batch of
+    configurations -- what every IK iteration needs, without the rest of the tree.
+
+    Joint k of the chain is a constant transform ``C_k`` from the previous joint's z-aligned
+    frame (:attr:`RobotModel.joint_z_frame`; the root frame for the first) followed by a turn
+    about z (revolute) or a shift along z (prismatic); the frame hangs at ``E`` from the last.
+    """
+
+    def __init__(self, model, frame):
+        f = model.frame_index(frame)
+        joints = np.flatnonzero(model.joint_moves_body[model.frame_body[f]])   # root first
+        A = model.joint_z_frame
+        place = []
+        previous = np.eye(3)
+        for k in joints:
+            C = np.array(model.joint_placement[k])
+            C[:3, :3] = previous.T @ C[:3, :3] @ A[k]
+            C[:3, 3] = previous.T @ C[:3, 3]
+            place.append(C)
+            previous = A[k]
+        E = np.array(model.frame_placement[f])
+        E[:3] = previous.T @ E[:3]
+        self.place = np.array(place).reshape(len(joints), 4, 4)
+        self.frame_placement = E
+        self.revolute = model.joint_revolute[joints]
+        self.q_index = model.joint_q_index[joints]
+        self.multiplier = model.joint_multiplier[joints]
+        self.offset = model.joint_offset[joints]
+        #: (n_chain, nq): chain joint velocities from the independent ones (mimics included).
+        self.columns = model.mimic_matrix[joints]
+        self.all_revolute = bool(np.all(self.revolute))
+        # Chains without mimic joints read their joints' q directly.
+        self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
+                          and len(set(self.q_index.tolist())) == len(joints))
+
+    def pose_and_jacobian(self, Q):
+        """``T_root_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, nq) at ``Q``
+        (B, nq).
+        """
+        C = self.place
+        n, B = len(C), len(Q)
+        J = np.zeros((B, 6, Q.shape[1]))
+        if n == 0:
+            return np.broadcast_to(self.frame_placement, (B, 4, 4)), J
+        x = Q.take(self.q_index, 1)
+        if self.mimic:
+            x = x * self.multiplier + self.offset
+        c, s = np.cos(x)[..., None], np.sin(x)[..., None]
+        if not self.all_revolute:
+            c[:, ~self.revolute], s[:, ~self.revolute] = 1.0, 0.0
+        L = np.empty((B, n, 4, 4))               # C_k R_z(x_k), or C_k shifted by x_k along z
+        np.multiply(c, C[..., 0], out=L[..., 0])
+        L[..., 0] += s * C[..., 1]
+        np.multiply(c, C[..., 1], out=L[..., 1])
+        L[..., 1] -= s * C[..., 0]
+        L[..., 2:] = C[..., 2:]
+        if not self.all_revolute:
+            L[..., 3] += np.where(self.revolute, 0.0, x)[..., None] * C[..., 2]
+        T = L                                    # z-aligned joint frames in the root frame
+        for k in range(1, n):
+            np.matmul(T[:, k - 1], L[:, k], out=T[:, k])
+        T_frame = T[:, -1] @ self.frame_placement
+        z = T[..., :3, 2]
+        linear = cross(z, T_frame[:, None, :3, 3] - T[..., :3, 3])
+        if not self.all_revolute:
+            linear[:, ~self.revolute] = z[:, ~self.revolute]
+            z = np.where(self.revolute[:, None], z, 0.0)
+        if self.mimic:
+            J[:, :3] = np.swapaxes(linear, 1, 2) @ self.columns
+            J[:, 3:] = np.swapaxes(z, 1, 2) @ self.columns
+        else:
+            J[:, :3, self.q_index] = np.swapaxes(linear, 1, 2)
+            J[:, 3:, self.q_index] = np.swapaxes(z, 1, 2)
+        return T_frame, J
 
 
 def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_tolerance,
@@ -125,6 +212,7 @@ def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5
                      orientation_tolerance, position_only, np.random.default_rng(rng))
     timed_out = search.run(deadline, int(max_solutions))
     found = sorted(search.found, key=lambda s: np.linalg.norm(s[0] - q_seed))
+    found = found[:int(max_solutions)]
     if found:
         q, p_err, o_err = found[0]
         message = f'converged ({len(found)} solution(s), {search.attempts} attempt(s))'
@@ -149,7 +237,7 @@ class _Search:
     """
 
     def __init__(self, model, frame, T_target, q_seed, w, p_tol, o_tol, position_only, rng):
-        self.model, self.frame, self.T_target = model, frame, T_target
+        self.model, self.chain, self.T_target = model, Chain(model, frame), T_target
         self.q_seed, self.w, self.rng = q_seed, w, rng
         self.p_tol, self.o_tol, self.position_only = p_tol, o_tol, position_only
         self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
@@ -172,42 +260,49 @@ class _Search:
         self.stall = np.zeros(_BATCH, dtype=int)
         self.age = np.zeros(_BATCH, dtype=int)
         self._stepped = True
+        self.waited = 0
 
     def run(self, deadline, max_solutions):
         """Iterate until enough solutions or the deadline; returns True when timed out."""
-        model = self.model
+        w, eye = self.w, self.eye
         while True:
-            state = kinematics.forward_kinematics(model, self.Q, check=False)
-            e = pose_error(state.frame_pose(self.frame), self.T_target)
-            pos_err = np.sqrt(np.sum(e[:, :3] ** 2, axis=1))
-            ori_err = np.sqrt(np.sum(e[:, 3:] ** 2, axis=1))
-            ok = (pos_err <= self.p_tol) & (self.position_only | (ori_err <= self.o_tol))
-            cost = 0.5 * np.sum(self.w * e * e, axis=1)
+            T, J = self.chain.pose_and_jacobian(self.Q)
+            e = pose_error(T, self.T_target)
+            squared = e * e
+            pos_err = np.sqrt(squared[:, :3].sum(axis=1))
+            ori_err = np.sqrt(squared[:, 3:].sum(axis=1))
+            ok = pos_err <= self.p_tol
+            if not self.position_only:
+                ok &= ori_err <= self.o_tol
+            cost = 0.5 * (squared @ w)
             self._record(ok, cost, pos_err, ori_err)
-            # Enough solutions -- but while the seed's own row still converges, wait for it:
-            # its solution is the one nearest the seed.
-            seed_running = bool(np.any(self.from_seed & ~ok))
-            if len(self.found) >= max_solutions and not seed_running:
-                return False
+            # Enough solutions -- but while the seed's own row still runs, give it a few more
+            # iterations: its solution is usually the one nearest the seed.
+            if len(self.found) >= max_solutions:
+                if not (self.from_seed[0] and not ok[0]) or self.waited >= _SEED_GRACE:
+                    return False
+                self.waited += 1
             if time.monotonic() >= deadline:
                 return True
             if self._restart(ok, cost):
                 continue
-            J = jacobians.frame_jacobian(state, self.frame, 'local_world_aligned')
-            JtW = np.swapaxes(J, 1, 2) * self.w
-            A = JtW @ J + (_DAMPING * cost + _LAMBDA0)[:, None, None] * self.eye
+            JtW = np.swapaxes(J, 1, 2) * w
+            A = JtW @ J
+            A += (_DAMPING * cost + _LAMBDA0)[:, None, None] * eye
             dq = np.linalg.solve(A, JtW @ e[:, :, None])[..., 0]
             if self.redundant and self.from_seed[0]:
-                dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[:1], self.w,
-                                                            (self.q_seed - self.Q[0])[None])[0]
-            self.Q = np.clip(self.Q + dq, self.clip_lo, self.clip_hi)
+                dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0], w, self.q_seed - self.Q[0])
+            self.Q += dq
+            np.clip(self.Q, self.clip_lo, self.clip_hi, out=self.Q)
             self.iterations += len(self.Q)
             self._stepped = True
 
     def _record(self, ok, cost, pos_err, ori_err):
-        for i in np.flatnonzero(ok):
-            _add_solution(self.found, _near_seed(self.Q[i], self.q_seed, self.model.continuous),
-                          pos_err[i], ori_err[i])
+        if ok.any():
+            for i in np.flatnonzero(ok):
+                _add_solution(self.found,
+                              _near_seed(self.Q[i], self.q_seed, self.model.continuous),
+                              pos_err[i], ori_err[i])
         k = int(np.argmin(cost))
         if cost[k] < self.best[0]:
             self.best = (cost[k], self.Q[k].copy(), pos_err[k], ori_err[k])
@@ -216,33 +311,31 @@ class _Search:
         """Replace converged, stalled and exhausted rows by random configurations."""
         if self._stepped:            # progress is judged only after a step was taken
             improved = cost < self.best_cost * (1.0 - 1e-3)
-            self.stall = np.where(improved, 0, self.stall + 1)
-            self.best_cost = np.minimum(self.best_cost, cost)
+            self.stall += 1
+            self.stall[improved] = 0
+            np.minimum(self.best_cost, cost, out=self.best_cost)
             self.age += 1
-        done = ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
         self._stepped = False
+        done = ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
         if not done.any():
             return False
-        keep = ~done
-        n_new = _BATCH - int(keep.sum())
-        model = self.model
-        self.Q = np.concatenate([self.Q[keep], self.rng.uniform(self.lo, self.hi,
-                                                                size=(n_new, model.nq))])
-        self.from_seed = np.concatenate([self.from_seed[keep], np.zeros(n_new, dtype=bool)])
-        self.best_cost = np.concatenate([self.best_cost[keep], np.full(n_new, np.inf)])
-        self.stall = np.concatenate([self.stall[keep], np.zeros(n_new, dtype=int)])
-        self.age = np.concatenate([self.age[keep], np.zeros(n_new, dtype=int)])
-        self.attempts += n_new
+        new = np.flatnonzero(done)
+        self.Q[new] = self.rng.uniform(self.lo, self.hi, size=(len(new), self.model.nq))
+        self.from_seed[new] = False
+        self.best_cost[new] = np.inf
+        self.stall[new] = 0
+        self.age[new] = 0
+        self.attempts += len(new)
         return True
 
 
 def _null_space_pull(J, w, toward):
-    """Component of ``toward`` (B, n) that leaves the weighted task unchanged to first order."""
-    active = w > 0
-    Ja = J[:, active, :]
-    JJt = Ja @ np.swapaxes(Ja, 1, 2) + 1e-9 * np.eye(Ja.shape[1])
-    y = np.linalg.solve(JJt, (Ja @ toward[:, :, None]))
-    return toward - (np.swapaxes(Ja, 1, 2) @ y)[..., 0]
+    """Component of ``toward`` (n,) that leaves the weighted task of ``J`` (6, n) unchanged to
+    first order.
+    """
+    Ja = J[w > 0]
+    y = np.linalg.solve(Ja @ Ja.T + 1e-9 * np.eye(len(Ja)), Ja @ toward)
+    return toward - Ja.T @ y
 
 
 def _near_seed(q, q_seed, continuous):

@@ -19,7 +19,7 @@ import numpy as np
 from . import aba, crba, ik, jacobians, kinematics, rnea, rnea_batch
 from .dh import specs_from_dh
 from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
-from .rotations import as_matrices, as_vectors, skew
+from .rotations import as_matrices, as_vectors, matrix_z_to, skew
 from .tree import assemble, parallel_axis
 from .urdf import parse_urdf, read_urdf_file
 
@@ -98,6 +98,10 @@ class RobotModel:
         self.joint_trans0 = _frozen(topo.placement[:, :3, 3])
         self.joint_trans_q = _frozen(np.where(rev[:, :, 0], 0.0,
                                               (P_R @ topo.axis[:, :, None])[..., 0]))
+        #: Rotation (n_moving, 3, 3) from each joint's z-aligned frame (the child link frame
+        #: turned so the joint axis is z) to the child link frame; the trajectory dynamics and
+        #: the IK chain work in these frames, where a joint turns about z.
+        self.joint_z_frame = _frozen([matrix_z_to(a) for a in topo.axis])
         self.joint_q_index = _frozen(topo.q_index, int)
         self.joint_multiplier = _frozen(topo.multiplier)
         self.joint_offset = _frozen(topo.offset)

@@ -7,16 +7,16 @@ body-frame recursive Newton-Euler algorithm (Featherstone, *Rigid Body Dynamics 
 contiguous axis: a body's velocity and acceleration are one ``(6, 2, N)`` array. Each step is
 then one BLAS product with a constant 6x6 matrix or an elementwise pass over N numbers.
 
-Each body is given a *kernel frame*: its URDF link frame turned by a constant rotation ``A`` that
-brings the joint axis onto z. A joint then is a constant placement followed by a rotation about
-(or a translation along) z, whose effect on a spatial vector is a handful of elementwise products
-with ``cos q`` and ``sin q``. Joint torques do not depend on the frames chosen.
+Each body is computed in its joint's z-aligned frame (``RobotModel.joint_z_frame``): its URDF
+link frame turned by a constant rotation that brings the joint axis onto z. A joint then is a
+constant placement followed by a rotation about (or a translation along) z, whose effect on a
+spatial vector is a handful of elementwise products with ``cos q`` and ``sin q``. Joint torques
+do not depend on the frames chosen.
 """
 import threading
 
 import numpy as np
 
-from .rotations import matrix_from_axis_angle
 from .spatial import adjoint, inverse_transform, spatial_inertia
 
 #: States per chunk: the arrays of a chunk (one (6, 2, N) block per body) stay in the CPU
@@ -40,25 +40,15 @@ def _buffer(name, shape):
     return array
 
 
-def _rotation_onto_z(axis):
-    """A rotation ``A`` (3, 3) with ``A @ e_z = axis`` (unit)."""
-    z = np.array([0.0, 0.0, 1.0])
-    turn = np.cross(z, axis)
-    sin, cos = np.linalg.norm(turn), float(axis @ z)
-    if sin < 1e-12:
-        return np.eye(3) if cos > 0 else np.diag([1.0, -1.0, -1.0])
-    return matrix_from_axis_angle(turn / sin, np.arctan2(sin, cos))
-
-
 class _Geometry:
     """Constant per-joint matrices of a model (built once per model)."""
 
     def __init__(self, model):
         n = model.n_moving
-        A = np.array([_rotation_onto_z(a) for a in model.joint_axis])
-        self.frame_rotation = A                          # kernel frame in link frame, per body
+        A = model.joint_z_frame
+        self.frame_rotation = A                          # z-aligned frame in link frame, per body
         self.parent = model.joint_parent_body - 1        # parent joint; -1 = the fixed base
-        #: Motion transform (6, 6) from the parent's kernel frame to joint k's frame at q = 0.
+        #: Motion transform (6, 6) from the parent's z-aligned frame to joint k's frame at q = 0.
         self.motion = np.empty((n, 6, 6))
         for k in range(n):
             A_parent = A[self.parent[k]] if self.parent[k] >= 0 else np.eye(3)
@@ -70,7 +60,7 @@ class _Geometry:
         self.revolute = model.joint_revolute
 
     def inertias(self, dyn):
-        """Spatial inertias (n_moving, 6, 6) of the moving bodies in their kernel frames."""
+        """Spatial inertias (n_moving, 6, 6) of the moving bodies in their z-aligned frames."""
         A = self.frame_rotation
         com = np.einsum('kji,kj->ki', A, dyn.body_com[1:])
         inertia = np.swapaxes(A, 1, 2) @ dyn.body_inertia[1:] @ A
@@ -138,7 +128,7 @@ def _chunk(geometry, inertia, base, joints):
     n, N = q.shape
     scratch = _buffer('scratch', (2, 2, 2, N))
     minus_sin = np.negative(sin, out=_buffer('minus_sin', (n, N)))
-    # Velocity and acceleration of every body in its kernel frame: VA[k][:, 0] = [v; w],
+    # Velocity and acceleration of every body in its z-aligned frame: VA[k][:, 0] = [v; w],
     # VA[k][:, 1] = [a; alpha] (spatial, at the frame origin).
     VA = _buffer('VA', (n, 6, 2, N))
     for k in range(n):

@@ -44,8 +44,8 @@ def as_matrices(x, size, name):
     return x
 
 
-_I1 = [1, 2, 0]
-_I2 = [2, 0, 1]
+_I1 = np.array([1, 2, 0])
+_I2 = np.array([2, 0, 1])
 
 
 def cross(a, b):
@@ -53,7 +53,8 @@ def cross(a, b):
 
     Same result as ``np.cross``, with a fraction of its overhead on small and batched arrays.
     """
-    return a[..., _I1] * b[..., _I2] - a[..., _I2] * b[..., _I1]
+    a, b = np.asarray(a), np.asarray(b)
+    return a.take(_I1, -1) * b.take(_I2, -1) - a.take(_I2, -1) * b.take(_I1, -1)
 
 
 def skew(v):
@@ -196,6 +197,18 @@ def axis_angle_from_matrix(R):
     axis = np.where((angle > _EPS)[..., None], w / np.maximum(angle, _EPS)[..., None],
                     np.array([0.0, 0.0, 1.0]))
     return axis, angle
+
+
+def matrix_z_to(axis):
+    """A rotation ``R`` (3, 3) with ``R @ e_z = axis`` for a unit ``axis`` (3,): the shortest
+    turn, or a half turn about x when ``axis`` is ``-e_z``.
+    """
+    axis = as_vectors(axis, 3, 'axis')
+    turn = np.array([-axis[1], axis[0], 0.0])           # e_z x axis
+    sin, cos = float(np.linalg.norm(turn)), float(axis[2])
+    if sin < 1e-12:
+        return np.eye(3) if cos > 0 else np.diag([1.0, -1.0, -1.0])
+    return matrix_from_axis_angle(turn / sin, math.atan2(sin, cos))
 
 
 def _quat_xyzw_from_one_matrix(R):
