@@ -27,7 +27,7 @@ _LAMBDA0 = 1e-6          # damping floor
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
 _MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
-_BATCH = 12              # restarts advanced together
+_BATCH = 24              # rows advanced together (the seed and random restarts)
 _NULLSPACE_GAIN = 0.3
 _SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
