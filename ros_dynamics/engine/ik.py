@@ -29,6 +29,8 @@ _MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
 _BATCH = 24              # rows advanced together (the seed and random restarts)
 _NULLSPACE_GAIN = 0.3
+_NEAR_BEST = 0.5         # share of restarts drawn near the best configuration so far ...
+_SIGMA = 0.3             # ... with this spread [rad or m]; the others uniform in the limits
 _SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
 
@@ -61,12 +63,16 @@ _SKEW_MINUS = np.array([5, 6, 1])
 _DIAGONAL = np.array([0, 4, 8])
 
 
-def pose_error(T, T_target):
+def pose_error(T, T_target, exact=True):
     """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
     (4, 4), (B, 6) for poses (B, 4, 4).
+
+    ``exact=False`` (the IK iteration) skips the full logarithm for angles near pi, where the
+    rotation vector read from the skew part keeps its angle but loses accuracy in its axis --
+    still a descent direction, and such rows are far from any tolerance.
     """
     if T.ndim == 2:
-        return pose_error(T[None], T_target)[0]
+        return pose_error(T[None], T_target, exact)[0]
     e = np.empty((len(T), 6))
     np.subtract(T_target[:3, 3], T[:, :3, 3], out=e[:, :3])
     dR = T_target[:3, :3] @ np.swapaxes(T[:, :3, :3], 1, 2)
@@ -74,7 +80,7 @@ def pose_error(T, T_target):
     flat = dR.reshape(-1, 9)
     s = flat.take(_SKEW_PLUS, 1) - flat.take(_SKEW_MINUS, 1)
     cos_t = 0.5 * flat.take(_DIAGONAL, 1).sum(axis=1) - 0.5
-    if cos_t.min() > -0.9:
+    if not exact or cos_t.min() > -0.9:
         two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
         small = two_sin < 1e-300
         factor = np.arctan2(0.5 * two_sin, cos_t) / np.where(small, 1.0, two_sin)
@@ -239,7 +245,13 @@ class _Search:
     def __init__(self, model, frame, T_target, q_seed, w, p_tol, o_tol, position_only, rng):
         self.model, self.chain, self.T_target = model, Chain(model, frame), T_target
         self.q_seed, self.w, self.rng = q_seed, w, rng
-        self.p_tol, self.o_tol, self.position_only = p_tol, o_tol, position_only
+        self.p_tol2 = p_tol ** 2
+        self.o_tol2 = np.inf if position_only else o_tol ** 2
+        # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
+        self.sums = np.zeros((6, 3))
+        self.sums[:3, 0] = self.sums[3:, 1] = 1.0
+        self.sums[:, 2] = 0.5 * w
+        self.task = w > 0
         self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
         self.hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
         self.clip_lo = np.where(model.continuous, -np.inf, model.lower_limits)
@@ -267,15 +279,11 @@ class _Search:
         w, eye = self.w, self.eye
         while True:
             T, J = self.chain.pose_and_jacobian(self.Q)
-            e = pose_error(T, self.T_target)
-            squared = e * e
-            pos_err = np.sqrt(squared[:, :3].sum(axis=1))
-            ori_err = np.sqrt(squared[:, 3:].sum(axis=1))
-            ok = pos_err <= self.p_tol
-            if not self.position_only:
-                ok &= ori_err <= self.o_tol
-            cost = 0.5 * (squared @ w)
-            self._record(ok, cost, pos_err, ori_err)
+            e = pose_error(T, self.T_target, exact=False)
+            sums = (e * e) @ self.sums      # per row: |position error|^2, |angle|^2, cost
+            ok = (sums[:, 0] <= self.p_tol2) & (sums[:, 1] <= self.o_tol2)
+            cost = sums[:, 2]
+            self._record(ok, sums)
             # Enough solutions -- but while the seed's own row still runs, give it a few more
             # iterations: its solution is usually the one nearest the seed.
             if len(self.found) >= max_solutions:
@@ -291,21 +299,22 @@ class _Search:
             A += (_DAMPING * cost + _LAMBDA0)[:, None, None] * eye
             dq = np.linalg.solve(A, JtW @ e[:, :, None])[..., 0]
             if self.redundant and self.from_seed[0]:
-                dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0], w, self.q_seed - self.Q[0])
+                dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0][self.task],
+                                                            self.q_seed - self.Q[0])
             self.Q += dq
             np.clip(self.Q, self.clip_lo, self.clip_hi, out=self.Q)
             self.iterations += len(self.Q)
             self._stepped = True
 
-    def _record(self, ok, cost, pos_err, ori_err):
+    def _record(self, ok, sums):
         if ok.any():
             for i in np.flatnonzero(ok):
                 _add_solution(self.found,
                               _near_seed(self.Q[i], self.q_seed, self.model.continuous),
-                              pos_err[i], ori_err[i])
-        k = int(np.argmin(cost))
-        if cost[k] < self.best[0]:
-            self.best = (cost[k], self.Q[k].copy(), pos_err[k], ori_err[k])
+                              *np.sqrt(sums[i, :2]))
+        k = int(np.argmin(sums[:, 2]))
+        if sums[k, 2] < self.best[0]:
+            self.best = (sums[k, 2], self.Q[k].copy(), *np.sqrt(sums[k, :2]))
 
     def _restart(self, ok, cost):
         """Replace converged, stalled and exhausted rows by random configurations."""
@@ -320,7 +329,12 @@ class _Search:
         if not done.any():
             return False
         new = np.flatnonzero(done)
-        self.Q[new] = self.rng.uniform(self.lo, self.hi, size=(len(new), self.model.nq))
+        fresh = self.rng.uniform(self.lo, self.hi, size=(len(new), self.model.nq))
+        if np.isfinite(self.best[0]):
+            near = self.rng.random(len(new)) < _NEAR_BEST
+            fresh[near] = np.clip(self.best[1] + self.rng.normal(scale=_SIGMA, size=(
+                int(near.sum()), self.model.nq)), self.lo, self.hi)
+        self.Q[new] = fresh
         self.from_seed[new] = False
         self.best_cost[new] = np.inf
         self.stall[new] = 0
@@ -329,13 +343,13 @@ class _Search:
         return True
 
 
-def _null_space_pull(J, w, toward):
-    """Component of ``toward`` (n,) that leaves the weighted task of ``J`` (6, n) unchanged to
-    first order.
+def _null_space_pull(J, toward):
+    """Component of ``toward`` (n,) that leaves the task rows ``J`` (m, n) unchanged to first
+    order.
     """
-    Ja = J[w > 0]
-    y = np.linalg.solve(Ja @ Ja.T + 1e-9 * np.eye(len(Ja)), Ja @ toward)
-    return toward - Ja.T @ y
+    JJt = J @ J.T
+    JJt.flat[::len(JJt) + 1] += 1e-9
+    return toward - J.T @ np.linalg.solve(JJt, J @ toward)
 
 
 def _near_seed(q, q_seed, continuous):
