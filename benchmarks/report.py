@@ -1,4 +1,10 @@
-"""Markdown tables, target checks and a PNG chart of the benchmark results."""
+"""Markdown tables, target checks and a PNG chart of the benchmark results.
+
+``python benchmarks/report.py [folder]`` renders them again from ``folder/results.json``.
+"""
+import json
+import os
+
 import numpy as np
 from peers import OPERATIONS
 
@@ -101,8 +107,8 @@ def targets(r):
             a, b = peers['ros_dynamics'][op], peers.get('pinocchio', {}).get(op, {})
             if 'us' in a and 'us' in b:
                 ratio = a['us'] / b['us']
-                out.append(f'{op} on panda: {ratio:.1f}x Pinocchio (target <= {limit}x): '
-                           f'{"met" if ratio <= limit else "MISSED"}')
+                out.append(f'{op} on panda: {ratio:.1f}x Pinocchio (project goal <= {limit}x, '
+                           f'not an issue requirement): {"met" if ratio <= limit else "MISSED"}')
     if 'ik' in r:
         for robot, data in r['ik'].items():
             ours = data['rows']['ros_dynamics']
@@ -120,12 +126,12 @@ def targets(r):
         for rate in ours:
             a, b = ours[rate], echo.get(rate)
             if b and a['p99_ms'] and b['p99_ms']:
-                backlog = a['answered'] < 0.99 * a['sent']
+                lost = a['sent'] - a['answered']
                 out.append(f'Node at {rate} Hz: p99 {a["p99_ms"]:.2f} ms vs echo '
                            f'{b["p99_ms"]:.2f} ms = {a["p99_ms"] / b["p99_ms"]:.1f}x (target '
                            f'<= 2x): {"met" if a["p99_ms"] <= 2 * b["p99_ms"] else "MISSED"}; '
                            f'answered {a["answered"]}/{a["sent"]}'
-                           + (' (messages lost)' if backlog else ''))
+                           + (f' ({lost} lost)' if lost else ''))
     return out
 
 
@@ -180,3 +186,13 @@ def chart(r, path):
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+if __name__ == '__main__':
+    import sys
+    folder = sys.argv[1] if len(sys.argv) > 1 else 'benchmarks/results'
+    with open(os.path.join(folder, 'results.json')) as f:
+        results = json.load(f)
+    with open(os.path.join(folder, 'results.md'), 'w') as f:
+        f.write(markdown(results))
+    chart(results, os.path.join(folder, 'results.png'))

@@ -308,13 +308,22 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
         sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
         pub.publish(msg)
         rclpy.spin_once(client, timeout_sec=0.05)
+    # Two seconds at the rate before measuring: the steady state, not the start-up, is measured
+    # (the same for both nodes).
+    period = 1.0 / rate
+    warm_until = time.perf_counter() + 2.0
+    while time.perf_counter() < warm_until:
+        msg.header.stamp = client.get_clock().now().to_msg()
+        pub.publish(msg)
+        target = time.perf_counter() + period
+        while time.perf_counter() < target:
+            rclpy.spin_once(client, timeout_sec=0)
     lat.clear()
     sent.clear()
     info = psutil.Process(proc.pid)
     mem_start = info.memory_info().rss
     cpu_start = sum(info.cpu_times()[:2])
     count, start = 0, time.perf_counter()
-    period = 1.0 / rate
     rng = np.random.default_rng(0)
     while time.perf_counter() - start < duration:
         target = start + count * period
