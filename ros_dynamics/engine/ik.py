@@ -271,7 +271,6 @@ class _Search:
         self.best_cost = np.full(_BATCH, np.inf)
         self.stall = np.zeros(_BATCH, dtype=int)
         self.age = np.zeros(_BATCH, dtype=int)
-        self._stepped = True
         self.waited = 0
 
     def run(self, deadline, max_solutions):
@@ -292,19 +291,19 @@ class _Search:
                 self.waited += 1
             if time.monotonic() >= deadline:
                 return True
-            if self._restart(ok, cost):
-                continue
+            done = self._progress(ok, cost)
             JtW = np.swapaxes(J, 1, 2) * w
             A = JtW @ J
             A += (_DAMPING * cost + _LAMBDA0)[:, None, None] * eye
             dq = np.linalg.solve(A, JtW @ e[:, :, None])[..., 0]
-            if self.redundant and self.from_seed[0]:
+            if self.redundant and self.from_seed[0] and not done[0]:
                 dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0][self.task],
                                                             self.q_seed - self.Q[0])
             self.Q += dq
             np.clip(self.Q, self.clip_lo, self.clip_hi, out=self.Q)
             self.iterations += len(self.Q)
-            self._stepped = True
+            if done.any():           # the other rows have stepped on meanwhile
+                self._restart(np.flatnonzero(done))
 
     def _record(self, ok, sums):
         if ok.any():
@@ -316,31 +315,30 @@ class _Search:
         if sums[k, 2] < self.best[0]:
             self.best = (sums[k, 2], self.Q[k].copy(), *np.sqrt(sums[k, :2]))
 
-    def _restart(self, ok, cost):
-        """Replace converged, stalled and exhausted rows by random configurations."""
-        if self._stepped:            # progress is judged only after a step was taken
-            improved = cost < self.best_cost * (1.0 - 1e-3)
-            self.stall += 1
-            self.stall[improved] = 0
-            np.minimum(self.best_cost, cost, out=self.best_cost)
-            self.age += 1
-        self._stepped = False
-        done = ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
-        if not done.any():
-            return False
-        new = np.flatnonzero(done)
-        fresh = self.rng.uniform(self.lo, self.hi, size=(len(new), self.model.nq))
+    def _progress(self, ok, cost):
+        """Rows to restart (converged, stalled or out of iterations), after bookkeeping."""
+        improved = cost < self.best_cost * (1.0 - 1e-3)
+        self.stall += 1
+        self.stall[improved] = 0
+        np.minimum(self.best_cost, cost, out=self.best_cost)
+        self.age += 1
+        return ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
+
+    def _restart(self, rows):
+        """Give ``rows`` new configurations: near the best one so far or anywhere inside the
+        limits.
+        """
+        fresh = self.rng.uniform(self.lo, self.hi, size=(len(rows), self.model.nq))
         if np.isfinite(self.best[0]):
-            near = self.rng.random(len(new)) < _NEAR_BEST
+            near = self.rng.random(len(rows)) < _NEAR_BEST
             fresh[near] = np.clip(self.best[1] + self.rng.normal(scale=_SIGMA, size=(
                 int(near.sum()), self.model.nq)), self.lo, self.hi)
-        self.Q[new] = fresh
-        self.from_seed[new] = False
-        self.best_cost[new] = np.inf
-        self.stall[new] = 0
-        self.age[new] = 0
-        self.attempts += len(new)
-        return True
+        self.Q[rows] = fresh
+        self.from_seed[rows] = False
+        self.best_cost[rows] = np.inf
+        self.stall[rows] = 0
+        self.age[rows] = 0
+        self.attempts += len(rows)
 
 
 def _null_space_pull(J, toward):
