@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from robots import COMPARED, DEMO_ARM, PANDA, TREE_URDF, UR5, erd
+from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd
 
 from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UnknownFrameError
 from ros_dynamics.engine.ik import Chain, pose_error
@@ -204,6 +204,29 @@ def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
     Q = np.random.default_rng(65).uniform(-1.0, 1.0, (5, model.nq))
     poses = model.frame_poses(Q)
     for frame in model.frame_names:
-        T, J = Chain(model, frame).pose_and_jacobian(Q)
+        chain = Chain(model, frame)
+        T, J = chain.pose_and_jacobian(Q)
+        full = model.jacobian(Q, frame)
         np.testing.assert_allclose(T, poses[frame], atol=1e-12)
-        np.testing.assert_allclose(J, model.jacobian(Q, frame), atol=1e-12)
+        np.testing.assert_allclose(J, full[..., chain.moved], atol=1e-12)
+        assert not np.any(np.delete(full, chain.moved, axis=-1))    # the others do not move it
+
+
+def test_joints_that_do_not_move_the_tip_keep_the_seed():
+    """A humanoid's arm IK leaves the legs, the torso's other branches and the other arm
+    where the seed has them, also when a random restart found the answer.
+    """
+    model = load(erd(TALOS))
+    tip = 'gripper_left_base_link'
+    chain = Chain(model, tip)
+    rng = np.random.default_rng(66)
+    seed = model.middle_configuration() + rng.uniform(-0.05, 0.05, model.nq)
+    q_true = seed.copy()
+    lo, hi = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    q_true[chain.moved] = rng.uniform(lo, hi)
+    T = model.frame_pose(q_true, tip)
+    result = model.solve_ik(tip, T, seed, timeout=1.0, rng=3)
+    assert_solution(model, tip, T, result)
+    others = np.setdiff1d(np.arange(model.nq), chain.moved)
+    assert len(others) > 20
+    np.testing.assert_array_equal(result.q[others], seed[others])

@@ -125,16 +125,18 @@ class Chain:
         # Chains without mimic joints read their joints' q directly.
         self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
                           and len(set(self.q_index.tolist())) == len(joints))
+        #: Independent joints that move the frame: the columns of the Jacobian returned.
+        self.moved = np.flatnonzero(self.columns.any(axis=0)) if self.mimic else self.q_index
+        self.moved_columns = self.columns[:, self.moved]
 
     def pose_and_jacobian(self, Q):
-        """``T_root_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, nq) at ``Q``
-        (B, nq).
+        """``T_root_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, len(moved)) at
+        ``Q`` (B, nq), its columns those of the joints :attr:`moved` (the others are zero).
         """
         C = self.place
         n, B = len(C), len(Q)
-        J = np.zeros((B, 6, Q.shape[1]))
         if n == 0:
-            return np.broadcast_to(self.frame_placement, (B, 4, 4)), J
+            return np.broadcast_to(self.frame_placement, (B, 4, 4)), np.zeros((B, 6, 0))
         x = Q.take(self.q_index, 1)
         if self.mimic:
             x = x * self.multiplier + self.offset
@@ -158,13 +160,8 @@ class Chain:
         if not self.all_revolute:
             linear[:, ~self.revolute] = z[:, ~self.revolute]
             z = np.where(self.revolute[:, None], z, 0.0)
-        if self.mimic:
-            J[:, :3] = np.swapaxes(linear, 1, 2) @ self.columns
-            J[:, 3:] = np.swapaxes(z, 1, 2) @ self.columns
-        else:
-            J[:, :3, self.q_index] = np.swapaxes(linear, 1, 2)
-            J[:, 3:, self.q_index] = np.swapaxes(z, 1, 2)
-        return T_frame, J
+        J = np.swapaxes(np.concatenate([linear, z], axis=2), 1, 2)
+        return T_frame, (J @ self.moved_columns if self.mimic else J)
 
 
 def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_tolerance,
@@ -252,21 +249,24 @@ class _Search:
         self.sums[:3, 0] = self.sums[3:, 1] = 1.0
         self.sums[:, 2] = 0.5 * w
         self.task = w > 0
-        self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
-        self.hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
-        self.clip_lo = np.where(model.continuous, -np.inf, model.lower_limits)
-        self.clip_hi = np.where(model.continuous, np.inf, model.upper_limits)
+        # Only the joints that move the frame are searched; the others keep the seed's values.
+        a = self.active = self.chain.moved
+        self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)[a]
+        self.hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)[a]
+        clip_lo = np.where(model.continuous, -np.inf, model.lower_limits)
+        clip_hi = np.where(model.continuous, np.inf, model.upper_limits)
+        self.clip_lo, self.clip_hi = clip_lo[a], clip_hi[a]
         task_rank = 3 if position_only else int(np.count_nonzero(w))
-        self.redundant = model.nq > task_rank
-        self.eye = np.eye(model.nq)
+        self.redundant = len(a) > task_rank
+        self.eye = np.eye(len(a))
         self.found = []
         self.best = (np.inf, q_seed, np.inf, np.inf)
         # The seed and random restarts advance together from the first iteration: a batch
         # costs little more than one configuration in vectorised NumPy.
         self.attempts = _BATCH
         self.iterations = 0
-        self.Q = np.vstack([np.clip(q_seed, self.clip_lo, self.clip_hi)[None, :],
-                            rng.uniform(self.lo, self.hi, size=(_BATCH - 1, model.nq))])
+        self.Q = np.tile(np.clip(q_seed, clip_lo, clip_hi), (_BATCH, 1))
+        self.Q[1:, a] = rng.uniform(self.lo, self.hi, size=(_BATCH - 1, len(a)))
         self.from_seed = np.arange(_BATCH) == 0
         self.best_cost = np.full(_BATCH, np.inf)
         self.stall = np.zeros(_BATCH, dtype=int)
@@ -296,11 +296,11 @@ class _Search:
             A = JtW @ J
             A += (_DAMPING * cost + _LAMBDA0)[:, None, None] * eye
             dq = np.linalg.solve(A, JtW @ e[:, :, None])[..., 0]
+            a = self.active
             if self.redundant and self.from_seed[0] and not done[0]:
                 dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0][self.task],
-                                                            self.q_seed - self.Q[0])
-            self.Q += dq
-            np.clip(self.Q, self.clip_lo, self.clip_hi, out=self.Q)
+                                                            self.q_seed[a] - self.Q[0, a])
+            self.Q[:, a] = np.clip(self.Q[:, a] + dq, self.clip_lo, self.clip_hi)
             self.iterations += len(self.Q)
             if done.any():           # the other rows have stepped on meanwhile
                 self._restart(np.flatnonzero(done))
@@ -328,12 +328,13 @@ class _Search:
         """Give ``rows`` new configurations: near the best one so far or anywhere inside the
         limits.
         """
-        fresh = self.rng.uniform(self.lo, self.hi, size=(len(rows), self.model.nq))
+        a = self.active
+        fresh = self.rng.uniform(self.lo, self.hi, size=(len(rows), len(a)))
         if np.isfinite(self.best[0]):
             near = self.rng.random(len(rows)) < _NEAR_BEST
-            fresh[near] = np.clip(self.best[1] + self.rng.normal(scale=_SIGMA, size=(
-                int(near.sum()), self.model.nq)), self.lo, self.hi)
-        self.Q[rows] = fresh
+            fresh[near] = np.clip(self.best[1][a] + self.rng.normal(scale=_SIGMA, size=(
+                int(near.sum()), len(a))), self.lo, self.hi)
+        self.Q[np.ix_(rows, a)] = fresh
         self.from_seed[rows] = False
         self.best_cost[rows] = np.inf
         self.stall[rows] = 0
