@@ -6,8 +6,10 @@ kinematics by the Levenberg-Marquardt method*, 2011): with the pose error
 ``E = e^T W e / 2``, each step solves ``(J^T W J + (E + lambda_0) I) dq = J^T W e`` -- the damping
 grows with the error, so steps stay short far from the target and near singularities, and
 vanish at convergence (quadratic convergence). Every iterate is clipped into the joint limits
-(continuous joints are unbounded). For redundant arms the step also moves toward the seed inside
-the null space of the task, so solutions stay close to where the robot is.
+(continuous joints are unbounded). For redundant arms the seed's row also moves toward the seed
+inside the null space of the task (a right-hand side ``g lambda (q_seed - q)``: in the null space
+the step is ``g (q_seed - q)``, across it almost nothing), so solutions stay close to where the
+robot is.
 
 Restarts: the seed first, then random configurations inside the limits, several advanced
 together in one vectorised iteration, until the deadline (monotonic clock). Only a configuration
@@ -82,9 +84,9 @@ def pose_error(T, T_target, exact=True):
     cos_t = 0.5 * flat.take(_DIAGONAL, 1).sum(axis=1) - 0.5
     if not exact or cos_t.min() > -0.9:
         two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
-        small = two_sin < 1e-300
-        factor = np.arctan2(0.5 * two_sin, cos_t) / np.where(small, 1.0, two_sin)
-        np.multiply(s, np.where(small, 0.5, factor)[:, None], out=e[:, 3:])
+        # theta / (2 sin theta); at theta = 0, s = 0 and any finite factor gives 0.
+        factor = np.arctan2(0.5 * two_sin, cos_t) / np.maximum(two_sin, 1e-300)
+        np.multiply(s, factor[:, None], out=e[:, 3:])
     else:
         e[:, 3:] = log_so3(dR)
     return e
@@ -248,7 +250,7 @@ class _Search:
         self.sums = np.zeros((6, 3))
         self.sums[:3, 0] = self.sums[3:, 1] = 1.0
         self.sums[:, 2] = 0.5 * w
-        self.task = w > 0
+        self.weighted = bool(np.any(w != 1.0))
         # Only the joints that move the frame are searched; the others keep the seed's values.
         a = self.active = self.chain.moved
         self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)[a]
@@ -292,14 +294,20 @@ class _Search:
             if time.monotonic() >= deadline:
                 return True
             done = self._progress(ok, cost)
-            JtW = np.swapaxes(J, 1, 2) * w
+            JtW = np.swapaxes(J, 1, 2)
+            if self.weighted:
+                JtW = JtW * w
             A = JtW @ J
-            A += (_DAMPING * cost + _LAMBDA0)[:, None, None] * eye
-            dq = np.linalg.solve(A, JtW @ e[:, :, None])[..., 0]
+            damping = _DAMPING * cost + _LAMBDA0
+            A += damping[:, None, None] * eye
+            rhs = JtW @ e[:, :, None]
             a = self.active
             if self.redundant and self.from_seed[0] and not done[0]:
-                dq[0] += _NULLSPACE_GAIN * _null_space_pull(J[0][self.task],
-                                                            self.q_seed[a] - self.Q[0, a])
+                # Toward the seed with the step's own damping as weight: (A) dq = ... +
+                # g lambda (q_seed - q) moves by g (q_seed - q) in the task's null space and
+                # by almost nothing across it (the classic damped-least-squares secondary task).
+                rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.q_seed[a] - self.Q[0, a])
+            dq = np.linalg.solve(A, rhs)[..., 0]
             self.Q[:, a] = np.clip(self.Q[:, a] + dq, self.clip_lo, self.clip_hi)
             self.iterations += len(self.Q)
             if done.any():           # the other rows have stepped on meanwhile
@@ -340,15 +348,6 @@ class _Search:
         self.stall[rows] = 0
         self.age[rows] = 0
         self.attempts += len(rows)
-
-
-def _null_space_pull(J, toward):
-    """Component of ``toward`` (n,) that leaves the task rows ``J`` (m, n) unchanged to first
-    order.
-    """
-    JJt = J @ J.T
-    JJt.flat[::len(JJt) + 1] += 1e-9
-    return toward - J.T @ np.linalg.solve(JJt, J @ toward)
 
 
 def _near_seed(q, q_seed, continuous):
