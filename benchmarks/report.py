@@ -107,8 +107,8 @@ def targets(r):
             a, b = peers['ros_dynamics'][op], peers.get('pinocchio', {}).get(op, {})
             if 'us' in a and 'us' in b:
                 ratio = a['us'] / b['us']
-                out.append(f'{op} on panda: {ratio:.1f}x Pinocchio (project goal <= {limit}x, '
-                           f'not an issue requirement): {"met" if ratio <= limit else "MISSED"}')
+                out.append(f'{op} on panda: {ratio:.1f}x Pinocchio (target <= {limit}x): '
+                           f'{"met" if ratio <= limit else "MISSED"}')
     if 'ik' in r:
         for robot, data in r['ik'].items():
             ours = data['rows']['ros_dynamics']
