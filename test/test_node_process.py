@@ -100,13 +100,15 @@ def test_node_takes_a_late_robot_description_from_the_topic(ros, tmp_path):
         np.testing.assert_allclose(got[-1].effort, MODEL.gravity_torques(q), atol=1e-9)
         # A broken description is refused; the old model keeps serving.
         desc_pub.publish(String(data='<robot name="broken"><link name="a"></robot>'))
+        refused = 'refused the robot description from the robot_description topic'
+        assert spin_until(ros, lambda: refused in node.output(), 10.0,
+                          lambda: pub.publish(joint_state(q))), node.output()
         got.clear()
         assert spin_until(ros, lambda: len(got) > 3, 10.0, lambda: pub.publish(joint_state(q)))
         np.testing.assert_allclose(got[-1].effort, MODEL.gravity_torques(q), atol=1e-9)
     finally:
         code = node.stop()
         assert code == 0, node.output()
-    assert 'refused the robot description from the robot_description topic' in node.output()
 
 
 def test_node_refuses_to_start_on_a_broken_description(tmp_path):
