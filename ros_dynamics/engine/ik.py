@@ -11,10 +11,13 @@ inside the null space of the task (a right-hand side ``g lambda (q_seed - q)``: 
 the step is ``g (q_seed - q)``, across it almost nothing), so solutions stay close to where the
 robot is.
 
-Restarts: the seed first, then random configurations inside the limits, several advanced
-together in one vectorised iteration, until the deadline (monotonic clock). Only a configuration
-whose errors are within both tolerances is a success; otherwise the best one found is returned
-with ``success=False``.
+Only the joints that move the tip are searched (:class:`Chain`); the others keep the seed's
+values. Rows: the seed's and random restarts -- half anywhere inside the limits, half near the
+best configuration so far -- advanced together in one vectorised iteration; a row that
+converges, stalls or runs out of iterations is replaced while the others step on, until enough
+solutions are found or the deadline passes (monotonic clock). Only a configuration whose errors
+are within both tolerances is a success; otherwise the best one found is returned with
+``success=False``.
 """
 from dataclasses import dataclass, field
 import time
