@@ -302,22 +302,8 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
     pub = client.create_publisher(JointState, 'joint_states', 1000)
     msg = JointState(name=list(model.joint_names), position=[0.1] * model.nq,
                      velocity=[0.0] * model.nq)
-    deadline = time.monotonic() + 20
-    while not lat and time.monotonic() < deadline:      # wait until it answers
-        msg.header.stamp = client.get_clock().now().to_msg()
-        sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
-        pub.publish(msg)
-        rclpy.spin_once(client, timeout_sec=0.05)
-    # Two seconds at the rate before measuring: the steady state, not the start-up, is measured
-    # (the same for both nodes).
+    settle(rclpy, client, pub, msg, sent, lambda: lat, rate, 2.0)
     period = 1.0 / rate
-    warm_until = time.perf_counter() + 2.0
-    while time.perf_counter() < warm_until:
-        msg.header.stamp = client.get_clock().now().to_msg()
-        pub.publish(msg)
-        target = time.perf_counter() + period
-        while time.perf_counter() < target:
-            rclpy.spin_once(client, timeout_sec=0)
     lat.clear()
     sent.clear()
     info = psutil.Process(proc.pid)
@@ -351,6 +337,26 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
             'p99_ms': float(np.percentile(lat_ms, 99)) if len(lat) else None,
             'cpu_percent': 100.0 * cpu, 'rss_start_mb': mem_start / 2 ** 20,
             'rss_end_mb': mem_end / 2 ** 20}
+
+
+def settle(rclpy, client, pub, msg, sent, answered, rate, seconds, timeout=30.0):
+    """Bring a node under test to its steady state: publish ``msg`` (its stamp recorded in
+    ``sent``) until ``answered()`` is true, then for ``seconds`` at ``rate`` without recording,
+    so that what follows measures the node running, not its start-up. The same for every node.
+    """
+    deadline = time.monotonic() + timeout
+    while not answered() and time.monotonic() < deadline:
+        msg.header.stamp = client.get_clock().now().to_msg()
+        sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
+        pub.publish(msg)
+        rclpy.spin_once(client, timeout_sec=0.05)
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        msg.header.stamp = client.get_clock().now().to_msg()
+        pub.publish(msg)
+        target = time.perf_counter() + 1.0 / rate
+        while time.perf_counter() < target:
+            rclpy.spin_once(client, timeout_sec=0)
 
 
 def bench_scaling(sizes, calls, rng):

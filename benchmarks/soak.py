@@ -21,7 +21,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run import ROBOTS, erd, load  # noqa: E402
+from run import ROBOTS, erd, load, settle  # noqa: E402
 
 
 def main(argv=None):
@@ -58,21 +58,8 @@ def main(argv=None):
     pub = client.create_publisher(JointState, 'joint_states', 1000)
     names = list(model.joint_names)
     msg = JointState(name=names, position=[0.1] * model.nq)
-    deadline = time.monotonic() + 30
-    while not answers and time.monotonic() < deadline:     # wait for the node
-        msg.header.stamp = client.get_clock().now().to_msg()
-        sent_good[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
-        pub.publish(msg)
-        rclpy.spin_once(client, timeout_sec=0.05)
-    # Five seconds at the rate first (answers not counted), as the benchmark does: the soak
-    # judges the steady state; the node's first seconds are start-up.
-    warm_until = time.perf_counter() + 5.0
-    while time.perf_counter() < warm_until:
-        msg.header.stamp = client.get_clock().now().to_msg()
-        pub.publish(msg)
-        target = time.perf_counter() + 1.0 / args.rate
-        while time.perf_counter() < target:
-            rclpy.spin_once(client, timeout_sec=0)
+    # Five seconds at the rate first (answers not counted): the soak judges the steady state.
+    settle(rclpy, client, pub, msg, sent_good, lambda: answers, args.rate, 5.0)
     answers.clear()
     sent_good.clear()
     proc = psutil.Process(node.pid)
