@@ -447,8 +447,8 @@ class RobotModel:
         q = kinematics.as_joint_vector(self, q, 'q')
         states = q[..., 0].size
         if f_ext or q.ndim < 2 or states < rnea_batch.min_states(self):
-            return rnea.inverse_dynamics(self, self.kinematics(q, qd, qdd), f_ext, f_ext_frame,
-                                         friction=friction)
+            state = kinematics.forward_kinematics(self, q, qd, qdd, check=False)  # q checked
+            return rnea.inverse_dynamics(self, state, f_ext, f_ext_frame, friction=friction)
         batch = q.shape[:-1]
         qd = kinematics.as_joint_vector(self, qd, 'qd', batch)
         qdd = kinematics.as_joint_vector(self, qdd, 'qdd', batch)
