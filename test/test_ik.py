@@ -9,6 +9,7 @@ from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd
 
 from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UnknownFrameError
 from ros_dynamics.engine.ik import Chain, pose_error
+from ros_dynamics.engine.ik_seeds import ROTATION_LENGTH, SeedTable
 from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
 from ros_dynamics.engine.rotations import exp_so3, log_so3
 
@@ -37,8 +38,11 @@ def assert_solution(model, tip, T, result, tol=1e-5):
 
 
 @pytest.mark.parametrize('robot, tip', [(PANDA, 'panda_hand'), (UR5, 'tool0')])
-def test_random_reachable_targets_are_solved_inside_the_limits(robot, tip):
+@pytest.mark.parametrize('seed_table', [False, True])
+def test_random_reachable_targets_are_solved_inside_the_limits(robot, tip, seed_table):
     model = load(erd(robot))
+    if seed_table:
+        model.prepare_ik(tip, samples=5000)
     rng = np.random.default_rng(61)
     solved = 0
     n = 40
@@ -230,3 +234,88 @@ def test_joints_that_do_not_move_the_tip_keep_the_seed():
     others = np.setdiff1d(np.arange(model.nq), chain.moved)
     assert len(others) > 20
     np.testing.assert_array_equal(result.q[others], seed[others])
+
+
+def test_targets_with_joints_at_their_limits_are_solved():
+    """Configurations with joints exactly at a limit: the solver holds a joint the step would
+    push out and moves the others, instead of clipping a step computed for all of them.
+    """
+    model = load(erd(PANDA))
+    model.prepare_ik('panda_hand', samples=5000)
+    chain = model.ik_chain('panda_hand')
+    rng = np.random.default_rng(68)
+    seed = model.middle_configuration()
+    for i in range(20):
+        q = seed.copy()
+        q[chain.moved] = rng.uniform(chain.lower, chain.upper)
+        at = rng.choice(len(chain.moved), size=2, replace=False)
+        bound = np.where(rng.random(2) < 0.5, chain.lower[at], chain.upper[at])
+        q[chain.moved[at]] = bound
+        T = model.frame_pose(q, 'panda_hand')
+        result = model.solve_ik('panda_hand', T, seed, timeout=0.5, rng=i)
+        assert_solution(model, 'panda_hand', T, result)
+
+
+def test_pose_error_is_the_position_difference_and_the_rotation_logarithm():
+    rng = np.random.default_rng(69)
+    T_target = np.eye(4)
+    T_target[:3, :3], T_target[:3, 3] = exp_so3(rng.normal(size=3)), rng.normal(size=3)
+    T = np.tile(np.eye(4), (40, 1, 1))
+    angles = np.concatenate([np.geomspace(1e-9, 1.0, 10), rng.uniform(0, np.pi, 25),
+                             np.pi - np.geomspace(1e-7, 1e-2, 5)])
+    axes = rng.normal(size=(40, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    T[:, :3, :3] = exp_so3(-(angles[:, None] * axes)) @ T_target[:3, :3]
+    T[:, :3, 3] = rng.normal(size=(40, 3))
+    e = pose_error(T, T_target)
+    np.testing.assert_allclose(e[:, :3], T_target[:3, 3] - T[:, :3, 3], atol=1e-15)
+    expected = log_so3(T_target[:3, :3] @ np.swapaxes(T[:, :3, :3], 1, 2))
+    np.testing.assert_allclose(e[:, 3:], expected, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(e[:, 3:], axis=1), angles, rtol=1e-6, atol=1e-15)
+    np.testing.assert_allclose(pose_error(T[3], T_target), e[3])
+
+
+def test_seed_table_returns_the_configurations_nearest_the_target():
+    """Against a brute-force search over the same samples with the table's pose metric."""
+    model = load(erd(UR5))
+    chain = model.ik_chain('tool0')
+    table = SeedTable(chain, chain.lower, chain.upper, 3000, np.random.default_rng(70))
+    assert len(table) == 3000
+    poses = chain.poses(table.configurations)
+    np.testing.assert_allclose(poses, model.frame_pose(
+        np.asarray(table.configurations), 'tool0'), atol=1e-12)
+    features = np.concatenate([poses[:, :3, 3], ROTATION_LENGTH * poses[:, :3, :3].reshape(
+        -1, 9)], axis=1)
+    rng = np.random.default_rng(71)
+    for _ in range(10):
+        q, T = random_reachable(model, rng, 'tool0')
+        feature = np.concatenate([T[:3, 3], ROTATION_LENGTH * T[:3, :3].ravel()])
+        d = np.linalg.norm(features - feature, axis=1)
+        found = table.nearest(T, 5)
+        assert found.shape == (5, len(chain.moved))
+        got = np.linalg.norm(np.concatenate([chain.poses(found)[:, :3, 3], ROTATION_LENGTH *
+                             chain.poses(found)[:, :3, :3].reshape(-1, 9)], axis=1) - feature,
+                             axis=1)
+        # The k-d tree's approximate search: within (1 + eps) = 2 of the true distances.
+        assert np.all(got <= 2.0 * np.sort(d)[:5] + 1e-12)
+        assert got[0] <= 2.0 * d.min() + 1e-12
+        near = table.nearest(T, 3, position_only=True)
+        p = np.linalg.norm(chain.poses(near)[:, :3, 3] - T[:3, 3], axis=1)
+        assert np.all(p <= 2.0 * np.sort(np.linalg.norm(poses[:, :3, 3] - T[:3, 3],
+                                                        axis=1))[:3] + 1e-12)
+    assert len(table.nearest(T, 10 ** 6)) == 3000
+
+
+def test_prepare_ik_caches_one_table_per_frame_and_solves_every_frame_of_a_tree():
+    """Root frame (nothing moves it), continuous, revolute and prismatic chains."""
+    model = RobotModel.from_urdf_string(TREE_URDF)
+    assert model.ik_seed_table('left') is None
+    rng = np.random.default_rng(72)
+    for frame in model.frame_names:
+        table = model.prepare_ik(frame, samples=500)
+        assert model.ik_seed_table(frame) is table and model.ik_chain(frame) is \
+            model.ik_chain(frame)
+        q = np.clip(rng.uniform(-1, 1, model.nq), model.lower_limits, model.upper_limits)
+        T = model.frame_pose(q, frame)
+        result = model.solve_ik(frame, T, timeout=0.5, rng=0)
+        assert_solution(model, frame, T, result)

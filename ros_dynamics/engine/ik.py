@@ -1,4 +1,4 @@
-"""Numerical inverse kinematics: damped least squares with batched random restarts.
+"""Numerical inverse kinematics: damped least squares from several starting points at once.
 
 Iteration (Levenberg-Marquardt with Sugihara's damping, *Solvability-unconcerned inverse
 kinematics by the Levenberg-Marquardt method*, 2011): with the pose error
@@ -6,38 +6,45 @@ kinematics by the Levenberg-Marquardt method*, 2011): with the pose error
 ``E = e^T W e / 2``, each step solves ``(J^T W J + (E + lambda_0) I) dq = J^T W e`` -- the damping
 grows with the error, so steps stay short far from the target and near singularities, and
 vanish at convergence (quadratic convergence). Every iterate is clipped into the joint limits
-(continuous joints are unbounded). For redundant arms the seed's row also moves toward the seed
+(continuous joints are unbounded), and a joint at a limit that the step would push further out
+is held for that step (its column dropped), so the other joints take the whole step -- the
+active-set treatment of bounds. For redundant arms the seed's row also moves toward the seed
 inside the null space of the task (a right-hand side ``g lambda (q_seed - q)``: in the null space
 the step is ``g (q_seed - q)``, across it almost nothing), so solutions stay close to where the
 robot is.
 
 Only the joints that move the tip are searched (:class:`Chain`); the others keep the seed's
-values. Rows: the seed's and random restarts -- half anywhere inside the limits, half near the
-best configuration so far -- advanced together in one vectorised iteration; a row that
-converges, stalls or runs out of iterations is replaced while the others step on, until enough
-solutions are found or the deadline passes (monotonic clock). Only a configuration whose errors
-are within both tolerances is a success; otherwise the best one found is returned with
-``success=False``.
+values. Rows advanced together in one vectorised iteration: the seed's, and starting points
+from the frame's seed table (:mod:`~ros_dynamics.engine.ik_seeds`, the configurations whose
+poses are nearest the target) when :meth:`RobotModel.prepare_ik` built one, else random ones;
+once those run out, alternately random ones inside the limits and ones near the best
+configuration so far. A row that converges, stalls or runs out of iterations is replaced while
+the others step on, until enough solutions are found or the deadline passes (monotonic clock).
+Only a configuration whose errors are within both tolerances is a success; otherwise the best
+one found is returned with ``success=False``.
 """
 from dataclasses import dataclass, field
+import math
 import time
 
 import numpy as np
 
 from . import kinematics
 from .exceptions import InvalidInputError, ShapeError
-from .rotations import cross, log_so3
+from .rotations import log_so3
 
 _LAMBDA0 = 1e-6          # damping floor
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
 _MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
-_BATCH = 24              # rows advanced together (the seed and random restarts)
+_BATCH = 8               # rows advanced together (the seed and other starting points)
 _NULLSPACE_GAIN = 0.3
-_NEAR_BEST = 0.5         # share of restarts drawn near the best configuration so far ...
-_SIGMA = 0.3             # ... with this spread [rad or m]; the others uniform in the limits
+_SIGMA = 0.3             # spread [rad or m] of the restarts drawn near the best so far
+_DRAWS = 64              # random starting points drawn at a time
 _SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
+_CLOSE = 1e-4            # cost of a seed row that is about to converge (errors ~1 cm, rad)
+_QUEUED = 16             # seed-table configurations queued for restarts
 
 
 @dataclass
@@ -61,38 +68,33 @@ class IKResult:
     solutions: list = field(default_factory=list)
 
 
-# Entries of a flattened R giving its skew part R - R^T: R[2,1] - R[1,2], R[0,2] - R[2,0],
-# R[1,0] - R[0,1]; and its diagonal.
-_SKEW_PLUS = np.array([7, 2, 3])
-_SKEW_MINUS = np.array([5, 6, 1])
-_DIAGONAL = np.array([0, 4, 8])
+_EYE3 = np.eye(3)
+# Squared errors (B, 6) times this: |position error|^2, |angle|^2 and the cost e^T e / 2.
+_SUMS = np.zeros((6, 3))
+_SUMS[:3, 0] = _SUMS[3:, 1] = 1.0
+_SUMS[:, 2] = 0.5
 
 
-def pose_error(T, T_target, exact=True):
+def pose_error(T, T_target):
     """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
     (4, 4), (B, 6) for poses (B, 4, 4).
-
-    ``exact=False`` (the IK iteration) skips the full logarithm for angles near pi, where the
-    rotation vector read from the skew part keeps its angle but loses accuracy in its axis --
-    still a descent direction, and such rows are far from any tolerance.
     """
+    T, T_target = np.asarray(T, dtype=float), np.asarray(T_target, dtype=float)
     if T.ndim == 2:
-        return pose_error(T[None], T_target, exact)[0]
-    e = np.empty((len(T), 6))
-    np.subtract(T_target[:3, 3], T[:, :3, 3], out=e[:, :3])
-    dR = T_target[:3, :3] @ np.swapaxes(T[:, :3, :3], 1, 2)
-    # log(dR) from its skew part 2 sin(t) axis; the full log only for angles near pi.
-    flat = dR.reshape(-1, 9)
-    s = flat.take(_SKEW_PLUS, 1) - flat.take(_SKEW_MINUS, 1)
-    cos_t = 0.5 * flat.take(_DIAGONAL, 1).sum(axis=1) - 0.5
-    if not exact or cos_t.min() > -0.9:
-        two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
-        # theta / (2 sin theta); at theta = 0, s = 0 and any finite factor gives 0.
-        factor = np.arctan2(0.5 * two_sin, cos_t) / np.maximum(two_sin, 1e-300)
-        np.multiply(s, factor[:, None], out=e[:, 3:])
-    else:
-        e[:, 3:] = log_so3(dR)
+        return pose_error(T[None], T_target)[0]
+    e = _PoseError(T_target)(T).copy()
+    # Near pi the skew part fixes the angle but not the axis: take the full logarithm there.
+    far = np.einsum('ij,ij->i', e[:, 3:], e[:, 3:]) > 2.5 ** 2
+    if far.any():
+        e[far, 3:] = log_so3(T_target[:3, :3] @ np.swapaxes(T[far, :3, :3], 1, 2))
     return e
+
+
+# Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
+# and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.
+_Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3])
+_P_ROTATED = np.array([11, 3, 7, 7, 11, 3])
+_Z = np.array([2, 6, 10])
 
 
 class Chain:
@@ -118,55 +120,98 @@ class Chain:
             previous = A[k]
         E = np.array(model.frame_placement[f])
         E[:3] = previous.T @ E[:3]
-        self.place = np.array(place).reshape(len(joints), 4, 4)
+        C = np.array(place).reshape(len(joints), 4, 4)
+        self.place = C
+        # C_k R_z(x) = [c C_k[:, 0] + s C_k[:, 1], c C_k[:, 1] - s C_k[:, 0], C_k[:, 2:]] and
+        # a prismatic joint adds x C_k[:, 2] to the last column: the entries of joint k's
+        # transform are [cos x, sin x, 1, x] (n, B, 4) times the rows of ``basis`` (n, 4, 16).
+        basis = np.zeros((len(joints), 4, 4, 4))
+        basis[:, 0, :, :2] = C[..., :2]
+        basis[:, 1, :, 0], basis[:, 1, :, 1] = C[..., 1], -C[..., 0]
+        basis[:, 2, :, 2:] = C[..., 2:]
+        basis[:, 3, :, 3] = np.where(model.joint_revolute[joints, None], 0.0, C[..., 2])
+        self.basis = basis.reshape(len(joints), 4, 16)
         self.frame_placement = E
         self.revolute = model.joint_revolute[joints]
-        self.q_index = model.joint_q_index[joints]
+        self.all_revolute = bool(np.all(self.revolute))
+        q_index = model.joint_q_index[joints]
         self.multiplier = model.joint_multiplier[joints]
         self.offset = model.joint_offset[joints]
-        #: (n_chain, nq): chain joint velocities from the independent ones (mimics included).
-        self.columns = model.mimic_matrix[joints]
-        self.all_revolute = bool(np.all(self.revolute))
+        columns = model.mimic_matrix[joints]        # chain joint rates from independent ones
         # Chains without mimic joints read their joints' q directly.
         self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
-                          and len(set(self.q_index.tolist())) == len(joints))
-        #: Independent joints that move the frame: the columns of the Jacobian returned.
-        self.moved = np.flatnonzero(self.columns.any(axis=0)) if self.mimic else self.q_index
-        self.moved_columns = self.columns[:, self.moved]
+                          and len(set(q_index.tolist())) == len(joints))
+        #: Independent joints that move the frame, in the order of the Jacobian's columns.
+        self.moved = np.flatnonzero(columns.any(axis=0)) if self.mimic else q_index
+        self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
+        self.mimic_rows = columns[:, self.moved].T.copy()          # (m, n_chain)
+        lower, upper = model.lower_limits[self.moved], model.upper_limits[self.moved]
+        #: Bounds of the moved joints' iterates (continuous joints: none) ...
+        self.clip_lower = np.where(model.continuous[self.moved], -np.inf, lower)
+        self.clip_upper = np.where(model.continuous[self.moved], np.inf, upper)
+        #: ... and the range random starting points are drawn from (unbounded joints: a turn).
+        self.lower = np.where(np.isfinite(lower), lower, -np.pi)
+        self.upper = np.where(np.isfinite(upper), upper, np.pi)
 
     def pose_and_jacobian(self, Q):
         """``T_root_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, len(moved)) at
         ``Q`` (B, nq), its columns those of the joints :attr:`moved` (the others are zero).
         """
-        C = self.place
-        n, B = len(C), len(Q)
+        T, JT = self.evaluate(Q[:, self.moved])
+        return T, np.swapaxes(JT, 1, 2)
+
+    def evaluate(self, X):
+        """``T_root_frame`` (B, 4, 4) and the transposed world-aligned Jacobian (B, m, 6) at
+        ``X`` (B, m), the positions of the joints :attr:`moved`.
+        """
+        B, n = len(X), len(self.place)
         if n == 0:
-            return np.broadcast_to(self.frame_placement, (B, 4, 4)), np.zeros((B, 6, 0))
-        x = Q.take(self.q_index, 1)
-        if self.mimic:
-            x = x * self.multiplier + self.offset
-        c, s = np.cos(x)[..., None], np.sin(x)[..., None]
+            return np.broadcast_to(self.frame_placement, (B, 4, 4)), np.zeros((B, 0, 6))
+        T, tip = self._frames(X)
+        # Rows of J^T: [z_k x (p_tip - p_k), z_k] (revolute), [z_k, 0] (prismatic).
+        flat = T.reshape(n, B, 16)
+        zp = flat.take(_Z_AND_P, 2)
+        d = tip.reshape(B, 16).take(_P_ROTATED, 1) - zp[..., 6:]
+        zd = zp[..., :6] * d
+        J = np.empty((n, B, 6))
+        np.subtract(zd[..., :3], zd[..., 3:], out=J[..., :3])
+        J[..., 3:] = flat.take(_Z, 2)
         if not self.all_revolute:
-            c[:, ~self.revolute], s[:, ~self.revolute] = 1.0, 0.0
-        L = np.empty((B, n, 4, 4))               # C_k R_z(x_k), or C_k shifted by x_k along z
-        np.multiply(c, C[..., 0], out=L[..., 0])
-        L[..., 0] += s * C[..., 1]
-        np.multiply(c, C[..., 1], out=L[..., 1])
-        L[..., 1] -= s * C[..., 0]
-        L[..., 2:] = C[..., 2:]
-        if not self.all_revolute:
-            L[..., 3] += np.where(self.revolute, 0.0, x)[..., None] * C[..., 2]
-        T = L                                    # z-aligned joint frames in the root frame
+            prismatic = ~self.revolute
+            J[prismatic, :, :3] = J[prismatic, :, 3:]
+            J[prismatic, :, 3:] = 0.0
+        JT = np.ascontiguousarray(J.transpose(1, 0, 2))
+        return tip, (self.mimic_rows @ JT if self.mimic else JT)
+
+    def poses(self, X):
+        """``T_root_frame`` (B, 4, 4) at ``X`` (B, m), the positions of the joints
+        :attr:`moved`.
+        """
+        if len(self.place) == 0:
+            return np.broadcast_to(self.frame_placement, (len(X), 4, 4))
+        return self._frames(X)[1]
+
+    def _frames(self, X):
+        """The z-aligned joint frames (n, B, 4, 4) and the frame's pose (B, 4, 4)."""
+        n, B = len(self.place), len(X)
+        x = X.take(self.x_index, 1) * self.multiplier + self.offset if self.mimic else X
+        x = x.T
+        terms = np.empty((n, B, 4))
+        np.cos(x, out=terms[..., 0])
+        np.sin(x, out=terms[..., 1])
+        terms[..., 2] = 1.0
+        if self.all_revolute:
+            L = np.matmul(terms[..., :3], self.basis[:, :3])
+        else:
+            terms[..., 3] = x
+            terms[~self.revolute, :, :2] = (1.0, 0.0)
+            L = np.matmul(terms, self.basis)
+        L = L.reshape(n, B, 4, 4)                # C_k R_z(x_k), or C_k shifted by x_k along z
+        T = np.empty_like(L)                     # z-aligned joint frames in the root frame
+        T[0] = L[0]
         for k in range(1, n):
-            np.matmul(T[:, k - 1], L[:, k], out=T[:, k])
-        T_frame = T[:, -1] @ self.frame_placement
-        z = T[..., :3, 2]
-        linear = cross(z, T_frame[:, None, :3, 3] - T[..., :3, 3])
-        if not self.all_revolute:
-            linear[:, ~self.revolute] = z[:, ~self.revolute]
-            z = np.where(self.revolute[:, None], z, 0.0)
-        J = np.swapaxes(np.concatenate([linear, z], axis=2), 1, 2)
-        return T_frame, (J @ self.moved_columns if self.mimic else J)
+            np.matmul(T[k - 1], L[k], out=T[k])
+        return T, T[-1] @ self.frame_placement
 
 
 def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_tolerance,
@@ -175,10 +220,12 @@ def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_t
     T_target = np.asarray(T_target, dtype=float)
     if T_target.shape != (4, 4):
         raise ShapeError(f'T_target: expected a 4x4 transform, got shape {T_target.shape}')
-    if not np.all(np.isfinite(T_target)):
+    if not np.isfinite(T_target).all():
         raise InvalidInputError('T_target: expected finite values')
     R = T_target[:3, :3]
-    if np.abs(R @ R.T - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
+    if np.abs(R @ R.T - _EYE3).max() > 1e-6 or a * (e * i - f * h) - b * (d * i - f * g) \
+            + c * (d * h - e * g) < 0:
         raise InvalidInputError('T_target: the rotation part is not a rotation matrix')
     if q_seed is None:
         q_seed = model.middle_configuration()
@@ -187,17 +234,19 @@ def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_t
         raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
     for name, tol in (('position_tolerance', position_tolerance),
                       ('orientation_tolerance', orientation_tolerance)):
-        if not (np.isfinite(tol) and tol > 0):
+        if not (math.isfinite(tol) and tol > 0):
             raise InvalidInputError(f'{name}: expected a finite value > 0, got {tol}')
-    if not (np.isfinite(timeout) and timeout > 0):
+    if not (math.isfinite(timeout) and timeout > 0):
         raise InvalidInputError(f'timeout: expected a finite number of seconds > 0, got {timeout}')
     if int(max_solutions) < 1:
         raise InvalidInputError(f'max_solutions: expected >= 1, got {max_solutions}')
-    w = np.ones(6) if weights is None else np.asarray(weights, dtype=float)
+    if weights is None:
+        return T_target, q_seed.copy(), np.ones(6)
+    w = np.asarray(weights, dtype=float)
     if w.shape != (6,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w > 0):
         raise InvalidInputError('weights: expected 6 finite values >= 0 (x, y, z, rx, ry, rz), '
                                 f'not all zero, got {np.asarray(weights).tolist()}')
-    return T_target, q_seed.copy(), w
+    return T_target, q_seed.copy(), w.copy()
 
 
 def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5,
@@ -216,8 +265,9 @@ def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5
                                  orientation_tolerance, weights, timeout, max_solutions)
     if position_only:
         w[3:] = 0.0
-    search = _Search(model, tip_frame, T_target, q_seed, w, position_tolerance,
-                     orientation_tolerance, position_only, np.random.default_rng(rng))
+    search = _Search(model, model.ik_chain(tip_frame), model.ik_seed_table(tip_frame),
+                     T_target, q_seed, w, position_tolerance, orientation_tolerance,
+                     position_only, rng)
     timed_out = search.run(deadline, int(max_solutions))
     found = sorted(search.found, key=lambda s: np.linalg.norm(s[0] - q_seed))
     found = found[:int(max_solutions)]
@@ -226,8 +276,8 @@ def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5
         message = f'converged ({len(found)} solution(s), {search.attempts} attempt(s))'
         return IKResult(q, True, p_err, o_err, search.iterations, search.attempts, message,
                         timed_out, [s[0] for s in found])
-    _, q, p_err, o_err = search.best
-    q = _near_seed(q, q_seed, model.continuous)
+    _, x, p_err, o_err = search.best
+    q = search.q(x)
     why = 'timed out' if timed_out else 'stopped'
     message = (f'{why} after {search.attempts} attempt(s), {search.iterations} iteration(s) '
                f'without reaching the tolerances; best position error {p_err:.3g} m, '
@@ -236,95 +286,155 @@ def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5
                     message, timed_out, [])
 
 
-class _Search:
-    """State of one IK search: a batch of configurations advanced together.
+def _pose_error_rows():
+    """``M = P + vec(R_target) Q`` (16, 7) of :class:`_PoseError`: ``P`` takes ``-p``; ``Q``
+    (9, 112) maps the target's rotation to the rows giving ``s`` and the trace.
+    """
+    P = np.zeros((16, 7))
+    P[[3, 7, 11], [0, 1, 2]] = -1.0
+    Q = np.zeros((3, 3, 16, 7))
+    for i, (j, k) in enumerate(((2, 1), (0, 2), (1, 0))):
+        # s_i = (R_t R^T)[j, k] - (R_t R^T)[k, j] = sum_c R_t[j, c] R[k, c] - R_t[k, c] R[j, c]
+        for c in range(3):
+            Q[j, c, 4 * k + c, 3 + i] += 1.0
+            Q[k, c, 4 * j + c, 3 + i] -= 1.0
+    for r in range(3):
+        for c in range(3):
+            Q[r, c, 4 * r + c, 6] = 1.0          # the trace: sum of R_t[r, c] R[r, c]
+    return P, Q.reshape(9, 112)
 
-    Row 0 starts at the seed and is pulled toward it in the task null space (redundant arms);
-    the other rows, and every row that converges or stalls, restart at random configurations
-    inside the limits.
+
+_POSITION_ROWS, _ROTATION_ROWS = _pose_error_rows()
+_POSITION_ROWS = _POSITION_ROWS.ravel()
+
+
+class _PoseError:
+    """Pose error against one target for a batch of poses in one matrix product.
+
+    ``vec(T) M + b`` gives ``p_target - p``, the vector ``s`` of the skew part of
+    ``R_target R^T`` (``2 sin(angle) axis``) and its trace -- all linear in the entries of ``T``.
     """
 
-    def __init__(self, model, frame, T_target, q_seed, w, p_tol, o_tol, position_only, rng):
-        self.model, self.chain, self.T_target = model, Chain(model, frame), T_target
-        self.q_seed, self.w, self.rng = q_seed, w, rng
-        self.p_tol2 = p_tol ** 2
-        self.o_tol2 = np.inf if position_only else o_tol ** 2
+    def __init__(self, T_target):
+        self.M = (_POSITION_ROWS + T_target[:3, :3].ravel() @ _ROTATION_ROWS).reshape(16, 7)
+        self.b = np.zeros(7)
+        self.b[:3] = T_target[:3, 3]
+
+    def __call__(self, T):
+        """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
+        out = T.reshape(len(T), 16) @ self.M
+        out += self.b
+        s = out[:, 3:6]
+        two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
+        angle = np.arctan2(0.5 * two_sin, 0.5 * out[:, 6] - 0.5)
+        s *= (angle / np.maximum(two_sin, 1e-300))[:, None]
+        return out[:, :6]
+
+
+class _Search:
+    """State of one IK search: a batch of configurations of the joints that move the tip,
+    advanced together.
+
+    Row 0 starts at the seed and is pulled toward it in the task null space (redundant arms);
+    the other rows start at the seed table's configurations nearest the target (if the frame
+    has one, :meth:`RobotModel.prepare_ik`) or at random inside the limits, and so does every
+    row that converges or stalls.
+    """
+
+    def __init__(self, model, chain, table, T_target, q_seed, w, p_tol, o_tol, position_only,
+                 rng):
+        self.chain, self.error, self.rng_seed = chain, _PoseError(T_target), rng
+        self.q_seed, self.continuous = q_seed, model.continuous
+        self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
+        weighted = bool(np.any(w != 1.0))
+        self.w = w if weighted else None
         # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
-        self.sums = np.zeros((6, 3))
-        self.sums[:3, 0] = self.sums[3:, 1] = 1.0
-        self.sums[:, 2] = 0.5 * w
-        self.weighted = bool(np.any(w != 1.0))
-        # Only the joints that move the frame are searched; the others keep the seed's values.
-        a = self.active = self.chain.moved
-        self.lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)[a]
-        self.hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)[a]
-        clip_lo = np.where(model.continuous, -np.inf, model.lower_limits)
-        clip_hi = np.where(model.continuous, np.inf, model.upper_limits)
-        self.clip_lo, self.clip_hi = clip_lo[a], clip_hi[a]
+        self.sums = _SUMS
+        if weighted:
+            self.sums = _SUMS.copy()
+            self.sums[:, 2] *= w
+        a = self.active = chain.moved
         task_rank = 3 if position_only else int(np.count_nonzero(w))
         self.redundant = len(a) > task_rank
-        self.eye = np.eye(len(a))
         self.found = []
-        self.best = (np.inf, q_seed, np.inf, np.inf)
-        # The seed and random restarts advance together from the first iteration: a batch
-        # costs little more than one configuration in vectorised NumPy.
-        self.attempts = _BATCH
+        self.best = (np.inf, q_seed[a], np.inf, np.inf)
         self.iterations = 0
-        self.Q = np.tile(np.clip(q_seed, clip_lo, clip_hi), (_BATCH, 1))
-        self.Q[1:, a] = rng.uniform(self.lo, self.hi, size=(_BATCH - 1, len(a)))
-        self.from_seed = np.arange(_BATCH) == 0
+        self.attempts = _BATCH
+        X = self.X = np.empty((_BATCH, len(a)))
+        self.seed_x = np.minimum(np.maximum(q_seed[a], chain.clip_lower), chain.clip_upper)
+        X[0] = self.seed_x
+        self.seed_row = True             # row 0 still iterates from the seed
+        # Starting points queued for the other rows and their restarts: the table's nearest.
+        self.queue = table.nearest(T_target, _BATCH - 1 + _QUEUED, position_only) \
+            if table is not None else X[:0]
+        self.rng = None                  # random starting points: drawn in blocks when needed
+        self.drawn = _DRAWS
+        X[1:] = self._fresh(_BATCH - 1)
         self.best_cost = np.full(_BATCH, np.inf)
         self.stall = np.zeros(_BATCH, dtype=int)
         self.age = np.zeros(_BATCH, dtype=int)
         self.waited = 0
 
+    def q(self, x):
+        """The full configuration for the values ``x`` of the searched joints."""
+        q = self.q_seed.copy()
+        q[self.active] = x
+        return _near_seed(q, self.q_seed, self.continuous)
+
     def run(self, deadline, max_solutions):
         """Iterate until enough solutions or the deadline; returns True when timed out."""
-        w, eye = self.w, self.eye
+        X, m = self.X, self.X.shape[1]
         while True:
-            T, J = self.chain.pose_and_jacobian(self.Q)
-            e = pose_error(T, self.T_target, exact=False)
+            T, JT = self.chain.evaluate(X)
+            e = self.error(T)
             sums = (e * e) @ self.sums      # per row: |position error|^2, |angle|^2, cost
-            ok = (sums[:, 0] <= self.p_tol2) & (sums[:, 1] <= self.o_tol2)
+            within = sums[:, :2] <= self.tol2
+            ok = within[:, 0] & within[:, 1]
             cost = sums[:, 2]
             self._record(ok, sums)
-            # Enough solutions -- but while the seed's own row still runs, give it a few more
-            # iterations: its solution is usually the one nearest the seed.
+            # Enough solutions -- but while the seed's own row is about to converge, give it a
+            # few more iterations: its solution is the one nearest the seed.
             if len(self.found) >= max_solutions:
-                if not (self.from_seed[0] and not ok[0]) or self.waited >= _SEED_GRACE:
+                if not (self.seed_row and not ok[0] and cost[0] < _CLOSE) \
+                        or self.waited >= _SEED_GRACE:
                     return False
                 self.waited += 1
             if time.monotonic() >= deadline:
                 return True
             done = self._progress(ok, cost)
-            JtW = np.swapaxes(J, 1, 2)
-            if self.weighted:
-                JtW = JtW * w
-            A = JtW @ J
-            damping = _DAMPING * cost + _LAMBDA0
-            A += damping[:, None, None] * eye
+            JtW = JT if self.w is None else JT * self.w
             rhs = JtW @ e[:, :, None]
-            a = self.active
-            if self.redundant and self.from_seed[0] and not done[0]:
+            # Joints at a limit that the gradient pushes outward are held (their columns
+            # dropped): the others then take the whole step instead of one clipped afterwards.
+            held = (X <= self.chain.clip_lower) & (rhs[..., 0] < 0.0)
+            held |= (X >= self.chain.clip_upper) & (rhs[..., 0] > 0.0)
+            if held.any():
+                free = ~held[..., None]
+                JT = JT * free
+                JtW = JtW * free
+                rhs *= free
+            A = JtW @ np.swapaxes(JT, 1, 2)
+            damping = _DAMPING * cost + _LAMBDA0
+            A.reshape(len(A), m * m)[:, ::m + 1] += damping[:, None]
+            if self.redundant and self.seed_row and not done[0]:
                 # Toward the seed with the step's own damping as weight: (A) dq = ... +
                 # g lambda (q_seed - q) moves by g (q_seed - q) in the task's null space and
                 # by almost nothing across it (the classic damped-least-squares secondary task).
-                rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.q_seed[a] - self.Q[0, a])
-            dq = np.linalg.solve(A, rhs)[..., 0]
-            self.Q[:, a] = np.clip(self.Q[:, a] + dq, self.clip_lo, self.clip_hi)
-            self.iterations += len(self.Q)
+                rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.seed_x - X[0])
+            X += np.linalg.solve(A, rhs)[..., 0]
+            np.maximum(X, self.chain.clip_lower, out=X)
+            np.minimum(X, self.chain.clip_upper, out=X)
+            self.iterations += len(X)
             if done.any():           # the other rows have stepped on meanwhile
                 self._restart(np.flatnonzero(done))
 
     def _record(self, ok, sums):
         if ok.any():
             for i in np.flatnonzero(ok):
-                _add_solution(self.found,
-                              _near_seed(self.Q[i], self.q_seed, self.model.continuous),
-                              *np.sqrt(sums[i, :2]))
+                _add_solution(self.found, self.q(self.X[i]), *np.sqrt(sums[i, :2]))
         k = int(np.argmin(sums[:, 2]))
         if sums[k, 2] < self.best[0]:
-            self.best = (sums[k, 2], self.Q[k].copy(), *np.sqrt(sums[k, :2]))
+            self.best = (sums[k, 2], self.X[k].copy(), *np.sqrt(sums[k, :2]))
 
     def _progress(self, ok, cost):
         """Rows to restart (converged, stalled or out of iterations), after bookkeeping."""
@@ -333,20 +443,36 @@ class _Search:
         self.stall[improved] = 0
         np.minimum(self.best_cost, cost, out=self.best_cost)
         self.age += 1
-        return ok | (self.stall >= _STALL) | (self.age >= _MAX_ITERATIONS)
+        # Rows about to converge keep going past the iteration budget while they improve.
+        return ok | (self.stall >= _STALL) | ((self.age >= _MAX_ITERATIONS) & (cost > _CLOSE))
+
+    def _fresh(self, count):
+        """``count`` starting points: the queued ones first, then alternately anywhere inside
+        the limits and near the best configuration so far.
+        """
+        taken, self.queue = self.queue[:count], self.queue[count:]
+        more = count - len(taken)
+        if more == 0:
+            return taken
+        lo, hi = self.chain.lower, self.chain.upper
+        if self.drawn + more > _DRAWS:
+            if self.rng is None:
+                self.rng = np.random.default_rng(self.rng_seed)
+            self.uniform = self.rng.uniform(lo, hi, size=(_DRAWS, len(lo)))
+            self.noise = self.rng.normal(scale=_SIGMA, size=(_DRAWS, len(lo)))
+            self.drawn = 0
+        fresh = self.uniform[self.drawn:self.drawn + more].copy()
+        if np.isfinite(self.best[0]):
+            near = fresh[self.drawn % 2::2]
+            np.add(self.best[1], self.noise[self.drawn:self.drawn + len(near)], out=near)
+            np.maximum(near, lo, out=near)
+            np.minimum(near, hi, out=near)
+        self.drawn += more
+        return np.concatenate([taken, fresh]) if len(taken) else fresh
 
     def _restart(self, rows):
-        """Give ``rows`` new configurations: near the best one so far or anywhere inside the
-        limits.
-        """
-        a = self.active
-        fresh = self.rng.uniform(self.lo, self.hi, size=(len(rows), len(a)))
-        if np.isfinite(self.best[0]):
-            near = self.rng.random(len(rows)) < _NEAR_BEST
-            fresh[near] = np.clip(self.best[1][a] + self.rng.normal(scale=_SIGMA, size=(
-                int(near.sum()), len(a))), self.lo, self.hi)
-        self.Q[np.ix_(rows, a)] = fresh
-        self.from_seed[rows] = False
+        self.X[rows] = self._fresh(len(rows))
+        self.seed_row &= rows[0] != 0
         self.best_cost[rows] = np.inf
         self.stall[rows] = 0
         self.age[rows] = 0
