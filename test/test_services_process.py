@@ -192,3 +192,26 @@ def test_unreachable_target_and_streaming_during_a_slow_solve(setup):
     assert 0.95 <= elapsed < 3.0
     # The streaming path was answered all along (published at the spin rate, ~50 Hz or more).
     assert len(got) >= 20 * elapsed, (len(got), elapsed)
+
+
+def test_seed_tables_are_built_for_the_default_tip_and_for_requested_tips(setup):
+    """The default tip's table is built after startup, another tip's after its first request,
+    both between requests (logged with their size); solves of that tip succeed before and after.
+    """
+    node, ik, _, process = setup
+    deadline = time.monotonic() + 10.0
+    while 'IK seed table of tool0: 20000 configurations' not in process.output():
+        assert time.monotonic() < deadline, process.output()
+        time.sleep(0.05)
+    q = np.array([0.3, -0.7, 0.9, 0.2, -0.3, 0.1])
+    T = MODEL.frame_pose(q, 'wrist_2_link')
+    for _ in range(2):
+        res = call(node, ik, pose_request(T, tip='wrist_2_link', position_only=True))
+        assert res.success, res.message
+        p = MODEL.frame_pose(np.array(res.solution.position), 'wrist_2_link')[:3, 3]
+        np.testing.assert_allclose(p, T[:3, 3], atol=1e-5)
+        deadline = time.monotonic() + 10.0
+        while 'IK seed table of wrist_2_link' not in process.output():
+            assert time.monotonic() < deadline, process.output()
+            time.sleep(0.05)
+    assert process.output().count('IK seed table of') == 2

@@ -158,6 +158,9 @@ class DynamicsNode(Node):
         declare('ik.orientation_tolerance', 1e-5, 'Default orientation tolerance of ~/solve_ik '
                 '[rad]')
         declare('ik.timeout', 0.05, 'Default time budget of ~/solve_ik [s]')
+        declare('ik.seed_samples', 20000, 'Configurations sampled once per IK tip frame to start '
+                'solves near their targets (the default tip at startup, others after their '
+                'first request); 0: random starts only', True)
 
     def _refresh_settings(self, overrides=None):
         """Cache the values the streaming path reads on every message."""

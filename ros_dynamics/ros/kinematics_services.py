@@ -9,6 +9,7 @@ message, never an exception.
 """
 from dataclasses import dataclass
 import math
+import time
 
 from geometry_msgs.msg import PoseStamped
 import numpy as np
@@ -123,22 +124,47 @@ class KinematicsServiceNode(Node):
         prefix = dynamics_node.get_fully_qualified_name()
         self.create_service(ComputeFK, prefix + '/compute_fk', self._on_compute_fk)
         self.create_service(SolveIK, prefix + '/solve_ik', self._on_solve_ik)
+        self._requested = set()          # tip frames asked for, tables built between requests
+        self.create_timer(0.25, self._prepare_seed_tables)
 
     def _on_compute_fk(self, request, response):
         return compute_fk(self._dynamics.model, self._dynamics.latest_q(), request, response,
                           self.get_clock().now().to_msg())
+
+    def _default_tip(self):
+        node = self._dynamics
+        return node.get_parameter('ik.tip_frame').value or (node.tips[0] if node.tips else '')
+
+    def _prepare_seed_tables(self):
+        """Build the IK seed table (:meth:`RobotModel.prepare_ik`) of the default tip frame,
+        then of each tip frame requested since, one per tick: on this node's executor, so
+        between requests and never inside one's time budget. A new model starts over.
+        """
+        model = self._dynamics.model
+        samples = self._dynamics.get_parameter('ik.seed_samples').value
+        if model is None or samples <= 0:
+            return
+        for frame in [self._default_tip()] + sorted(self._requested):
+            if frame in model.frame_names and model.ik_seed_table(frame) is None:
+                start = time.monotonic()
+                model.prepare_ik(frame, samples)
+                self.get_logger().info(
+                    f'IK seed table of {frame}: {samples} configurations in '
+                    f'{(time.monotonic() - start) * 1e3:.0f} ms')
+                return
 
     def _on_solve_ik(self, request, response):
         node = self._dynamics
         model = node.model
         param = node.get_parameter
         defaults = IKDefaults(
-            tip_frame=param('ik.tip_frame').value or (node.tips[0] if node.tips else ''),
+            tip_frame=self._default_tip(),
             position_tolerance=param('ik.position_tolerance').value,
             orientation_tolerance=param('ik.orientation_tolerance').value,
             timeout=param('ik.timeout').value)
         try:
             problem = prepare_ik(model, node.latest_q(), request, defaults, type(response))
+            self._requested.add(problem.tip)
             result = model.solve_ik(
                 problem.tip, problem.T_target, problem.q_seed,
                 position_tolerance=problem.position_tolerance,
