@@ -66,6 +66,12 @@ def markdown(r):
                 else:
                     med = f'{row["median_ms"]:.2f}' if 'median_ms' in row else ''
                     lines.append(f'| {robot} | {solver} | {row["note"]} | {med} | |')
+        tables = [f'{robot} {d["seed_table"]} configurations in {d["prepare_ms"]:.0f} ms'
+                  for robot, d in r['ik'].items() if 'prepare_ms' in d]
+        if tables:
+            lines += ['', 'ros_dynamics builds its seed table once per robot before the timed '
+                      'solves (`RobotModel.prepare_ik`; the node does it at startup): '
+                      + '; '.join(tables) + '.']
     if 'node' in r:
         lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques, every '
                   'output on (tip panda_hand_tcp: pose, twist, Jacobian; markers, '

@@ -43,7 +43,8 @@ _SIGMA = 0.3             # spread [rad or m] of the restarts drawn near the best
 _DRAWS = 64              # random starting points drawn at a time
 _SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
 _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
-_CLOSE = 1e-4            # cost of a seed row that is about to converge (errors ~1 cm, rad)
+_CLOSE = 1e-4            # cost of a row that is about to converge (errors ~1 cm, rad) ...
+_FAST = 0.01             # ... when its last step also cut its cost by this factor or more
 _QUEUED = 16             # seed-table configurations queued for restarts
 
 
@@ -287,47 +288,46 @@ def solve_ik(model, tip_frame, T_target, q_seed=None, *, position_tolerance=1e-5
 
 
 def _pose_error_rows():
-    """``M = P + vec(R_target) Q`` (16, 7) of :class:`_PoseError`: ``P`` takes ``-p``; ``Q``
-    (9, 112) maps the target's rotation to the rows giving ``s`` and the trace.
+    """``M = P + vec(R_target) Q`` (16, 7) of :class:`_PoseError`: ``P`` maps ``vec(T)`` to
+    ``-p`` and the constant ``-1/2`` (through ``T[3, 3] = 1``); ``Q`` (9, 112) maps the target's
+    rotation to the rows giving ``s / 2`` and ``trace / 2``.
     """
     P = np.zeros((16, 7))
     P[[3, 7, 11], [0, 1, 2]] = -1.0
+    P[15, 6] = -0.5
     Q = np.zeros((3, 3, 16, 7))
     for i, (j, k) in enumerate(((2, 1), (0, 2), (1, 0))):
         # s_i = (R_t R^T)[j, k] - (R_t R^T)[k, j] = sum_c R_t[j, c] R[k, c] - R_t[k, c] R[j, c]
         for c in range(3):
-            Q[j, c, 4 * k + c, 3 + i] += 1.0
-            Q[k, c, 4 * j + c, 3 + i] -= 1.0
+            Q[j, c, 4 * k + c, 3 + i] += 0.5
+            Q[k, c, 4 * j + c, 3 + i] -= 0.5
     for r in range(3):
         for c in range(3):
-            Q[r, c, 4 * r + c, 6] = 1.0          # the trace: sum of R_t[r, c] R[r, c]
-    return P, Q.reshape(9, 112)
+            Q[r, c, 4 * r + c, 6] = 0.5          # the trace: sum of R_t[r, c] R[r, c]
+    return P.ravel(), Q.reshape(9, 112)
 
 
 _POSITION_ROWS, _ROTATION_ROWS = _pose_error_rows()
-_POSITION_ROWS = _POSITION_ROWS.ravel()
 
 
 class _PoseError:
     """Pose error against one target for a batch of poses in one matrix product.
 
-    ``vec(T) M + b`` gives ``p_target - p``, the vector ``s`` of the skew part of
-    ``R_target R^T`` (``2 sin(angle) axis``) and its trace -- all linear in the entries of ``T``.
+    ``vec(T) M`` gives ``p_target - p``, ``sin(angle) axis`` (half the vector of the skew part
+    of ``R_target R^T``) and ``cos(angle) = (trace - 1) / 2`` -- all affine in the entries of
+    ``T``, whose last one is 1.
     """
 
     def __init__(self, T_target):
         self.M = (_POSITION_ROWS + T_target[:3, :3].ravel() @ _ROTATION_ROWS).reshape(16, 7)
-        self.b = np.zeros(7)
-        self.b[:3] = T_target[:3, 3]
+        self.M[15, :3] = T_target[:3, 3]
 
     def __call__(self, T):
         """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
         out = T.reshape(len(T), 16) @ self.M
-        out += self.b
         s = out[:, 3:6]
-        two_sin = np.sqrt(np.einsum('ij,ij->i', s, s))
-        angle = np.arctan2(0.5 * two_sin, 0.5 * out[:, 6] - 0.5)
-        s *= (angle / np.maximum(two_sin, 1e-300))[:, None]
+        sin = np.sqrt(np.einsum('ij,ij->i', s, s))
+        s *= (np.arctan2(sin, out[:, 6]) / np.maximum(sin, 1e-300))[:, None]
         return out[:, :6]
 
 
@@ -374,6 +374,7 @@ class _Search:
         self.stall = np.zeros(_BATCH, dtype=int)
         self.age = np.zeros(_BATCH, dtype=int)
         self.waited = 0
+        self.seed_cost = np.inf          # row 0's cost at the previous iteration
 
     def q(self, x):
         """The full configuration for the values ``x`` of the searched joints."""
@@ -392,11 +393,13 @@ class _Search:
             ok = within[:, 0] & within[:, 1]
             cost = sums[:, 2]
             self._record(ok, sums)
-            # Enough solutions -- but while the seed's own row is about to converge, give it a
-            # few more iterations: its solution is the one nearest the seed.
+            # Enough solutions -- but while the seed's own row is about to converge (close and
+            # closing in fast), give it a few more iterations: its solution is the one nearest
+            # the seed.
+            seed_cost, self.seed_cost = self.seed_cost, float(cost[0])
             if len(self.found) >= max_solutions:
-                if not (self.seed_row and not ok[0] and cost[0] < _CLOSE) \
-                        or self.waited >= _SEED_GRACE:
+                if not (self.seed_row and not ok[0] and cost[0] < _CLOSE
+                        and cost[0] < _FAST * seed_cost) or self.waited >= _SEED_GRACE:
                     return False
                 self.waited += 1
             if time.monotonic() >= deadline:
