@@ -276,33 +276,40 @@ def test_pose_error_is_the_position_difference_and_the_rotation_logarithm():
 
 
 def test_seed_table_returns_the_configurations_nearest_the_target():
-    """Against a brute-force search over the same samples with the table's pose metric."""
+    """Against a brute-force search over the same samples with the table's pose metric: what
+    it returns lies around the target and beats every sample within one grid cell of it; a
+    target off the sampled workspace gets the nearest samples of all.
+    """
     model = load(erd(UR5))
     chain = model.ik_chain('tool0')
     table = SeedTable(chain, chain.lower, chain.upper, 3000, np.random.default_rng(70))
     assert len(table) == 3000
-    poses = chain.poses(table.configurations)
-    np.testing.assert_allclose(poses, model.frame_pose(
-        np.asarray(table.configurations), 'tool0'), atol=1e-12)
-    features = np.concatenate([poses[:, :3, 3], ROTATION_LENGTH * poses[:, :3, :3].reshape(
-        -1, 9)], axis=1)
+
+    def features(X):
+        T = chain.poses(X)
+        return np.concatenate([T[:, :3, 3], ROTATION_LENGTH * T[:, :3, :3].reshape(-1, 9)], 1)
+
+    all_features = features(table.configurations)
+    np.testing.assert_allclose(chain.poses(table.configurations), model.frame_pose(
+        table.configurations, 'tool0'), atol=1e-12)
     rng = np.random.default_rng(71)
-    for _ in range(10):
-        q, T = random_reachable(model, rng, 'tool0')
-        feature = np.concatenate([T[:3, 3], ROTATION_LENGTH * T[:3, :3].ravel()])
-        d = np.linalg.norm(features - feature, axis=1)
-        found = table.nearest(T, 5)
-        assert found.shape == (5, len(chain.moved))
-        got = np.linalg.norm(np.concatenate([chain.poses(found)[:, :3, 3], ROTATION_LENGTH *
-                             chain.poses(found)[:, :3, :3].reshape(-1, 9)], axis=1) - feature,
-                             axis=1)
-        # The k-d tree's approximate search: within (1 + eps) = 2 of the true distances.
-        assert np.all(got <= 2.0 * np.sort(d)[:5] + 1e-12)
-        assert got[0] <= 2.0 * d.min() + 1e-12
-        near = table.nearest(T, 3, position_only=True)
-        p = np.linalg.norm(chain.poses(near)[:, :3, 3] - T[:3, 3], axis=1)
-        assert np.all(p <= 2.0 * np.sort(np.linalg.norm(poses[:, :3, 3] - T[:3, 3],
-                                                        axis=1))[:3] + 1e-12)
+    for i in range(12):
+        _, T = random_reachable(model, rng, 'tool0')
+        if i == 11:
+            T[:3, 3] += [0.0, 0.0, 5.0]                   # off the sampled workspace
+        target = np.concatenate([T[:3, 3], ROTATION_LENGTH * T[:3, :3].ravel()])
+        for position_only, width in ((False, 12), (True, 3)):
+            found = table.nearest(T, 5, position_only)
+            assert found.shape == (5, len(chain.moved))
+            got = np.linalg.norm(features(found)[:, :width] - target[:width], axis=1)
+            assert np.all(np.diff(got) >= 0)                                # nearest first
+            d = np.linalg.norm(all_features[:, :width] - target[:width], axis=1)
+            near = np.linalg.norm(all_features[:, :3] - T[:3, 3], axis=1) < table.cell
+            if i == 11:
+                np.testing.assert_allclose(got, np.sort(d)[:5], atol=1e-12)
+            else:
+                best_near = np.sort(d[near])[:5]                # samples surely compared
+                assert len(best_near) and np.all(got[:len(best_near)] <= best_near + 1e-12)
     assert len(table.nearest(T, 10 ** 6)) == 3000
 
 
