@@ -326,3 +326,29 @@ def test_prepare_ik_caches_one_table_per_frame_and_solves_every_frame_of_a_tree(
         T = model.frame_pose(q, frame)
         result = model.solve_ik(frame, T, timeout=0.5, rng=0)
         assert_solution(model, frame, T, result)
+
+
+def test_joints_with_a_turn_of_range_wrap_and_stay_near_the_seed():
+    """UR joints limited to [-pi, pi] (ur3, joint-limited) or [-2 pi, 2 pi] (ur5): the
+    iterate may cross a limit a turn away from the other instead of stalling at it, and the
+    solution is the turn of each joint nearest the seed inside the limits.
+    """
+    model = load(erd('ur_description/urdf/ur3_joint_limited_robot.urdf'))
+    assert np.allclose(model.upper_limits, np.pi)
+    model.prepare_ik('tool0', samples=5000)
+    rng = np.random.default_rng(73)
+    seed = model.middle_configuration()
+    for i in range(20):                   # two joints within 0.1 rad of a limit
+        q = rng.uniform(-np.pi, np.pi, model.nq)
+        q[rng.choice(model.nq, 2, replace=False)] = rng.choice([-1, 1], 2) * (np.pi - rng.uniform(
+            0, 0.1, 2))
+        T = model.frame_pose(q, 'tool0')
+        assert_solution(model, 'tool0', T, model.solve_ik('tool0', T, seed, rng=i, timeout=0.5))
+    model = load(erd(UR5))
+    assert np.allclose(model.upper_limits[[0, 3, 5]], 2 * np.pi)     # the elbow: [-pi, pi]
+    q_true = np.array([4.0, -1.0, 1.2, -5.0, 0.5, 3.5])
+    T = model.frame_pose(q_true, 'tool0')
+    seed = q_true + 0.02
+    result = model.solve_ik('tool0', T, seed, timeout=0.5, rng=0)
+    assert_solution(model, 'tool0', T, result)
+    assert np.abs(result.q - seed).max() < 0.25

@@ -70,6 +70,7 @@ class IKResult:
 
 
 _EYE3 = np.eye(3)
+_TWO_PI = 2.0 * np.pi
 # Squared errors (B, 6) times this: |position error|^2, |angle|^2 and the cost e^T e / 2.
 _SUMS = np.zeros((6, 3))
 _SUMS[:3, 0] = _SUMS[3:, 1] = 1.0
@@ -153,6 +154,21 @@ class Chain:
         #: ... and the range random starting points are drawn from (unbounded joints: a turn).
         self.lower = np.where(np.isfinite(lower), lower, -np.pi)
         self.upper = np.where(np.isfinite(upper), upper, np.pi)
+        #: Moved joints whose position counts only modulo a turn inside limits a turn or more
+        #: apart (revolute, not driving mimic joints): iterates may wrap across those limits.
+        turns = (self.upper - self.lower >= _TWO_PI - 1e-9) & np.isfinite(lower)
+        turns &= model.joint_revolute[joints] if not self.mimic else False
+        self.turns = np.flatnonzero(turns) if turns.any() else None
+        self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
+        self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
+
+    def wrap(self, X):
+        """Joints :attr:`turns` of ``X`` (B, m) moved by whole turns into the middle turn of
+        their limits, in place (the pose does not change).
+        """
+        t = self.turns
+        if t is not None:
+            X[:, t] -= _TWO_PI * np.round((X[:, t] - self.turn_middle) / _TWO_PI)
 
     def pose_and_jacobian(self, Q):
         """``T_root_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, len(moved)) at
@@ -361,8 +377,9 @@ class _Search:
         self.iterations = 0
         self.attempts = _BATCH
         X = self.X = np.empty((_BATCH, len(a)))
-        self.seed_x = np.minimum(np.maximum(q_seed[a], chain.clip_lower), chain.clip_upper)
-        X[0] = self.seed_x
+        X[0] = np.minimum(np.maximum(q_seed[a], chain.clip_lower), chain.clip_upper)
+        chain.wrap(X[:1])
+        self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
         # Starting points queued for the other rows and their restarts: the table's nearest.
         self.queue = table.nearest(T_target, _BATCH - 1 + _QUEUED, position_only) \
@@ -377,8 +394,17 @@ class _Search:
         self.seed_cost = np.inf          # row 0's cost at the previous iteration
 
     def q(self, x):
-        """The full configuration for the values ``x`` of the searched joints."""
+        """The full configuration for the values ``x`` of the searched joints, joints that
+        count modulo a turn moved by whole turns toward the seed while inside their limits.
+        """
         q = self.q_seed.copy()
+        x = x.copy()
+        turns = self.chain.turns
+        if turns is not None:
+            seed = self.q_seed[self.active[turns]]
+            near = seed + (x[turns] - seed + np.pi) % _TWO_PI - np.pi
+            inside = (near >= self.chain.lower[turns]) & (near <= self.chain.upper[turns])
+            x[turns[inside]] = near[inside]
         q[self.active] = x
         return _near_seed(q, self.q_seed, self.continuous)
 
@@ -425,6 +451,7 @@ class _Search:
                 # by almost nothing across it (the classic damped-least-squares secondary task).
                 rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.seed_x - X[0])
             X += np.linalg.solve(A, rhs)[..., 0]
+            self.chain.wrap(X)
             np.maximum(X, self.chain.clip_lower, out=X)
             np.minimum(X, self.chain.clip_upper, out=X)
             self.iterations += len(X)
