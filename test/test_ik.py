@@ -317,6 +317,10 @@ def test_prepare_ik_caches_one_table_per_frame_and_solves_every_frame_of_a_tree(
     """Root frame (nothing moves it), continuous, revolute and prismatic chains."""
     model = RobotModel.from_urdf_string(TREE_URDF)
     assert model.ik_seed_table('left') is None
+    with pytest.raises(InvalidInputError, match='samples: expected >= 1'):
+        model.prepare_ik('left', samples=0)
+    with pytest.raises(UnknownFrameError, match="unknown frame 'nope'"):
+        model.prepare_ik('nope')
     rng = np.random.default_rng(72)
     for frame in model.frame_names:
         table = model.prepare_ik(frame, samples=500)

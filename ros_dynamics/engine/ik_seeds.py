@@ -16,22 +16,21 @@ import numpy as np
 
 ROTATION_LENGTH = 0.2   # [m] weight of the rotation-matrix entries against the position
 _PER_CELL = 4           # samples per grid cell of the positions' bounding box, on average
-_CHUNK = 4096           # configurations per forward-kinematics batch while building
+_CHUNK = 1024           # configurations per forward-kinematics batch while building
 
 
 class SeedTable:
-    """``samples`` configurations of the joints that move one frame (``chain.moved``), drawn
-    uniformly from ``[lower, upper]`` (m,), and the frame's poses at them.
+    """``samples`` (>= 1) configurations of the joints that move one frame (``chain.moved``),
+    drawn uniformly from ``[lower, upper]`` (m,), and the frame's poses at them.
     """
 
     def __init__(self, chain, lower, upper, samples, rng):
-        if samples < 1:
-            raise ValueError(f'samples: expected >= 1, got {samples}')
         configurations = rng.uniform(lower, upper, size=(samples, len(lower)))
-        poses = np.concatenate([chain.poses(configurations[i:i + _CHUNK])
-                                for i in range(0, samples, _CHUNK)])
-        features = np.concatenate(
-            [poses[:, :3, 3], ROTATION_LENGTH * poses[:, :3, :3].reshape(samples, 9)], axis=1)
+        features = np.empty((samples, 12))
+        for i in range(0, samples, _CHUNK):     # in chunks: small temporaries, small heap
+            T = chain.poses(configurations[i:i + _CHUNK])
+            features[i:i + _CHUNK, :3] = T[:, :3, 3]
+            features[i:i + _CHUNK, 3:] = ROTATION_LENGTH * T[:, :3, :3].reshape(len(T), 9)
         # Grid over the positions, one empty cell of margin on every side so that every
         # query has all 26 neighbours; shape (nx, ny, nz), x fastest in the cell key.
         low, span = features[:, :3].min(axis=0), np.ptp(features[:, :3], axis=0)

@@ -18,7 +18,13 @@ import numpy as np
 
 from . import aba, crba, ik, ik_seeds, jacobians, kinematics, rnea, rnea_batch
 from .dh import specs_from_dh
-from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
+from .exceptions import (
+    InvalidInputError,
+    ModelError,
+    ShapeError,
+    UnknownFrameError,
+    UnknownJointError,
+)
 from .rotations import as_matrices, as_vectors, matrix_z_to, skew
 from .tree import assemble, parallel_axis
 from .urdf import parse_urdf, read_urdf_file
@@ -528,9 +534,12 @@ class RobotModel:
     def prepare_ik(self, tip_frame, samples=20000, rng=0):
         """Build the seed table of ``tip_frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
         ``samples`` configurations inside the limits indexed by the frame's pose, from which
-        later :meth:`solve_ik` calls start next to their targets. A one-time cost (about 0.1 s
-        for 20,000 samples on a 7-joint arm) that makes most solves several times faster.
+        later :meth:`solve_ik` calls start next to their targets. A one-time cost (20-50 ms
+        and about 3 MB for 20,000 samples of a 7-joint arm) that makes most solves about twice
+        as fast and rarely-solved targets reliable. ``rng``: seed or generator of the samples.
         """
+        if int(samples) < 1:
+            raise InvalidInputError(f'samples: expected >= 1, got {samples}')
         chain = self.ik_chain(tip_frame)
         table = ik_seeds.SeedTable(chain, chain.lower, chain.upper, int(samples),
                                    np.random.default_rng(rng))
