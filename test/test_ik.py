@@ -1,6 +1,7 @@
 """Inverse kinematics: solutions inside the limits that reproduce the target, near the seed;
 position-only mode; honest failures; closed-form planar IK as a reference.
 """
+import time
 import warnings
 
 import numpy as np
@@ -116,7 +117,6 @@ def test_unreachable_target_fails_honestly_and_respects_the_timeout():
     model = load(DEMO_ARM)
     T = np.eye(4)
     T[:3, 3] = [3.0, 0, 0]                                      # the arm reaches about 1 m
-    import time
     start = time.monotonic()
     result = model.solve_ik('tool0', T, timeout=0.02, rng=0)
     elapsed = time.monotonic() - start
@@ -125,6 +125,23 @@ def test_unreachable_target_fails_honestly_and_respects_the_timeout():
     assert result.position_error > 1.5
     assert 'best position error' in result.message
     assert np.all(result.q >= model.lower_limits) and np.all(result.q <= model.upper_limits)
+
+
+def test_sub_millisecond_timeouts_are_honoured():
+    """The deadline is checked after every iteration (~0.1 ms): a 0.5 ms budget ends within
+    about one iteration of it (the fastest of five tries, so a VM hiccup does not decide).
+    """
+    model = load(erd(PANDA))
+    model.prepare_ik('panda_hand', samples=2000)
+    T = np.eye(4)
+    T[:3, 3] = [3.0, 0.0, 0.0]                                  # out of reach
+    elapsed = []
+    for i in range(5):
+        start = time.monotonic()
+        result = model.solve_ik('panda_hand', T, timeout=0.0005, rng=i)
+        elapsed.append(time.monotonic() - start)
+        assert result.timed_out and not result.success and result.iterations > 0
+    assert 0.0005 <= min(elapsed) < 0.0005 + 0.0005
 
 
 def test_mimic_joints_are_respected():
