@@ -383,7 +383,7 @@ class _Search:
         self.seed_row = True             # row 0 still iterates from the seed
         # Starting points queued for the other rows and their restarts: the table's nearest.
         self.queue = table.nearest(T_target, _BATCH - 1 + _QUEUED, position_only) \
-            if table is not None else X[:0]
+            if table is not None else np.empty((0, len(a)))
         self.rng = None                  # random starting points: drawn in blocks when needed
         self.drawn = _DRAWS
         X[1:] = self._fresh(_BATCH - 1)
