@@ -21,6 +21,15 @@ _REACH = 2              # widest block searched: (2 _REACH + 1)^3 cells, then al
 _CHUNK = 1024           # configurations per forward-kinematics batch while building
 
 
+def pose_features(T):
+    """Features (..., 12) of poses (..., 4, 4): the position, then ROTATION_LENGTH times the
+    rotation matrix's entries (row-major).
+    """
+    T = np.asarray(T)
+    return np.concatenate([T[..., :3, 3], ROTATION_LENGTH * T[..., :3, :3].reshape(
+        T.shape[:-2] + (9,))], axis=-1)
+
+
 class SeedTable:
     """``samples`` (>= 1) configurations of the joints that move one frame (``chain.moved``),
     drawn uniformly from ``[lower, upper]`` (m,), and the frame's poses at them.
@@ -30,9 +39,7 @@ class SeedTable:
         configurations = rng.uniform(lower, upper, size=(samples, len(lower)))
         features = np.empty((samples, 12))
         for i in range(0, samples, _CHUNK):     # in chunks: small temporaries, small heap
-            T = chain.poses(configurations[i:i + _CHUNK])
-            features[i:i + _CHUNK, :3] = T[:, :3, 3]
-            features[i:i + _CHUNK, 3:] = ROTATION_LENGTH * T[:, :3, :3].reshape(len(T), 9)
+            features[i:i + _CHUNK] = pose_features(chain.poses(configurations[i:i + _CHUNK]))
         # Grid over the positions, _REACH empty cells of margin on every side so that every
         # query has all its neighbours; shape (nx, ny, nz), x fastest in the cell key.
         low, span = features[:, :3].min(axis=0), np.ptp(features[:, :3], axis=0)
@@ -75,7 +82,7 @@ class SeedTable:
         samples around its position (by position alone when ``position_only``): the 3 x 3 x 3
         cells around it, else 5 x 5 x 5, else all samples -- whichever first holds ``k``.
         """
-        feature = np.concatenate([T_target[:3, 3], ROTATION_LENGTH * T_target[:3, :3].ravel()])
+        feature = pose_features(T_target)
         width = 3 if position_only else 12
         for r in range(1, _REACH + 1):
             index = self._around(T_target[:3, 3], r)
