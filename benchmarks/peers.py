@@ -278,7 +278,7 @@ class IKPy:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')
             self.chain = ikpy.chain.Chain.from_urdf_file(
-                kinematic_copy(path), base_elements=[model.root_frame], last_link_vector=None,
+                kinematic_copy(path), base_elements=[model.root_link], last_link_vector=None,
                 name='bench')
         self.names = [link.name for link in self.chain.links]
         self.index = [model.joint_names.index(n) if n in model.joint_names else None

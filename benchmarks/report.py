@@ -70,7 +70,7 @@ def markdown(r):
                   for robot, d in r['ik'].items() if 'prepare_ms' in d]
         if tables:
             lines += ['', 'ros_dynamics builds its seed table once per robot before the timed '
-                      'solves (`RobotModel.prepare_ik`; the node does it at startup): '
+                      'solves (`IKSolver.prepare`; the node does it at startup): '
                       + '; '.join(tables) + '.']
     if 'node' in r:
         lines += ['', '## Node: joint states of panda (7 + 2 joints) to gravity torques, every '

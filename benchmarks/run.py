@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 import peers  # noqa: E402
 import report  # noqa: E402
 
-from ros_dynamics.engine import RobotModel  # noqa: E402
+from ros_dynamics.engine import IKSolver, RobotModel  # noqa: E402
 
 ROBOTS = {   # example-robot-data URDF, tip frame
     'panda': ('panda_description/urdf/panda.urdf', 'panda_hand'),
@@ -191,13 +191,14 @@ def bench_ik(targets, ikpy_targets, rng):
                         and np.linalg.norm(log_so3(T[:3, :3] @ Tq[:3, :3].T)) <= 1e-5)
 
         t = time.perf_counter()
-        table = model.prepare_ik(tip)          # one-time seed table, outside the timed solves
+        solver = IKSolver(model)
+        table = solver.prepare(tip)            # one-time seed table, outside the timed solves
         prepare_ms = (time.perf_counter() - t) * 1e3
         rows = {}
         times, ok = [], 0
         for i, T in enumerate(goals):
             t = time.perf_counter()
-            res = model.solve_ik(tip, T, seed, timeout=0.005, rng=i)
+            res = solver.solve(tip, T, seed, timeout=0.005, rng=i)
             times.append(time.perf_counter() - t)
             ok += res.success and check(res.q, T)
         rows['ros_dynamics'] = _ik_row(ok, times)

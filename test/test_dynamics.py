@@ -10,7 +10,14 @@ from pinocchio_reference import Reference, random_state
 import pytest
 from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, erd
 
-from ros_dynamics.engine import InvalidInputError, ModelError, RobotModel, ShapeError, rnea_batch
+from ros_dynamics.engine import (
+    InvalidInputError,
+    ModelError,
+    Payload,
+    RobotModel,
+    ShapeError,
+    rnea_batch,
+)
 
 
 def load(path):
@@ -164,10 +171,11 @@ def test_rotor_inertia_adds_to_the_diagonal_and_to_inverse_dynamics():
     rng = np.random.default_rng(48)
     q, qd, qdd = random_state(model, rng)
     M0, tau0 = model.mass_matrix(q), model.inverse_dynamics(q, qd, qdd)
-    model.set_rotor_inertia({'shoulder_pan_joint': 2e-4, 'elbow_joint': 1e-4},
-                            gear_ratio={'shoulder_pan_joint': 100, 'elbow_joint': 50})
+    # Motor-side inertia J_m reflected through the gear ratio N: J_m N^2.
+    model.update_settings(rotor_inertia={'shoulder_pan_joint': 2e-4 * 100 ** 2,
+                                         'elbow_joint': 1e-4 * 50 ** 2})
     reflected = np.array([2.0, 0, 0.25, 0, 0, 0])
-    np.testing.assert_allclose(model.rotor_inertia, reflected)
+    np.testing.assert_allclose(model.settings.rotor_inertia, reflected)
     np.testing.assert_allclose(model.mass_matrix(q) - M0, np.diag(reflected), atol=1e-12)
     np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd) - tau0, reflected * qdd,
                                atol=1e-10)
@@ -175,7 +183,7 @@ def test_rotor_inertia_adds_to_the_diagonal_and_to_inverse_dynamics():
     expected = np.linalg.solve(model.mass_matrix(q), tau - model.bias_torques(q, qd))
     np.testing.assert_allclose(model.forward_dynamics(q, qd, tau), expected, atol=1e-10)
     with pytest.raises(ModelError, match='rotor inertia'):
-        model.set_rotor_inertia({'elbow_joint': -1.0})
+        model.update_settings(rotor_inertia={'elbow_joint': -1.0})
 
 
 def test_friction_is_opt_in():
@@ -202,30 +210,30 @@ def test_payload_equals_a_link_in_the_description():
       </joint></robot>'''
     with_link = RobotModel.from_urdf_string(xml.replace('</robot>', extra))
     model = RobotModel.from_urdf_string(xml)
-    model.set_payload('tool0', mass, com, inertia)
+    model.update_settings(payloads=[Payload('tool0', mass, com, inertia)])
     rng = np.random.default_rng(50)
     q, qd, qdd = random_state(model, rng)
     np.testing.assert_allclose(model.inverse_dynamics(q, qd, qdd),
                                with_link.inverse_dynamics(q, qd, qdd), atol=1e-11)
     np.testing.assert_allclose(model.gravity_torques(q), with_link.gravity_torques(q), atol=1e-11)
     np.testing.assert_allclose(model.total_mass, with_link.total_mass)
-    model.set_payload('tool0', 0.0)                     # removed again
+    model.update_settings(payloads=[Payload('tool0', 0.0)])      # removed again
     np.testing.assert_allclose(model.gravity_torques(q),
                                RobotModel.from_urdf_string(xml).gravity_torques(q), atol=1e-12)
     with pytest.raises(ModelError, match='payload'):
-        model.set_payload('tool0', -1.0)
+        model.update_settings(payloads=[Payload('tool0', -1.0)])
 
 
 def test_gravity_is_configurable():
     model = load(DEMO_ARM)
     q = np.array([0.1, -0.5, 0.4, 0.2, 0.3, 0.0])
     g0 = model.gravity_torques(q)
-    model.set_gravity([0, 0, -2 * 9.81])
+    model.update_settings(gravity=[0, 0, -2 * 9.81])
     np.testing.assert_allclose(model.gravity_torques(q), 2 * g0, atol=1e-12)
-    model.set_gravity([0, 0, 0])
+    model.update_settings(gravity=[0, 0, 0])
     np.testing.assert_allclose(model.gravity_torques(q), 0, atol=1e-12)
     with pytest.raises(ModelError, match='gravity'):
-        model.set_gravity([0, 0, np.nan])
+        model.update_settings(gravity=[0, 0, np.nan])
 
 
 def test_energy_is_conserved_in_an_unactuated_swing():
@@ -295,9 +303,10 @@ def test_trajectory_inverse_dynamics_with_settings():
     rng = np.random.default_rng(54)
     n = 3 * rnea_batch.min_states(model)
     q, qd, qdd = (np.array(x) for x in zip(*[random_state(model, rng) for _ in range(n)]))
-    model.set_rotor_inertia({model.joint_names[1]: 0.3, model.joint_names[3]: 0.1})
-    model.set_payload('panda_hand', 1.5, (0.0, 0.02, 0.1), np.diag([0.01, 0.02, 0.03]))
-    model.set_gravity((0.5, -1.0, -9.7))
+    model.settings = model.make_settings(
+        rotor_inertia={model.joint_names[1]: 0.3, model.joint_names[3]: 0.1},
+        payloads=[Payload('panda_hand', 1.5, (0.0, 0.02, 0.1), np.diag([0.01, 0.02, 0.03]))],
+        gravity=(0.5, -1.0, -9.7))
     tau = model.inverse_dynamics(q, qd, qdd, friction=True)
     one_by_one = [model.inverse_dynamics(q[i], qd[i], qdd[i], friction=True) for i in range(n)]
     rel_close(tau, np.array(one_by_one), rtol=1e-12)

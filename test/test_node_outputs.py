@@ -18,7 +18,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
-from ros_dynamics.engine import RobotModel  # noqa: E402
+from ros_dynamics.engine import Payload, RobotModel  # noqa: E402
 
 NS = 'out'
 NAMES = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
@@ -134,7 +134,8 @@ def test_payload_and_gravity_change_at_run_time(ros):
     results = set_params(client, params, payload__frame='tool0', payload__mass=2.5,
                          payload__com=[0.0, 0.0, 0.05], payload__inertia=inertia)
     assert all(r.successful for r in results), [r.reason for r in results]
-    m.set_payload('tool0', 2.5, [0, 0, 0.05], np.diag([0.01, 0.012, 0.008]))
+    m.update_settings(payloads=[Payload('tool0', 2.5, [0, 0, 0.05],
+                                        np.diag([0.01, 0.012, 0.008]))])
     fresh(client, pubs, received, 'gravity_torques',
           lambda x: np.allclose(x.effort, m.gravity_torques(Q), atol=1e-9))
     bad = set_params(client, params, payload__frame='nowhere')
@@ -142,7 +143,7 @@ def test_payload_and_gravity_change_at_run_time(ros):
     nan = set_params(client, params, gravity=[0.0, 0.0, float('nan')])
     assert not nan[0].successful and 'gravity' in nan[0].reason
     assert set_params(client, params, gravity=[0.0, 0.0, -1.62])[0].successful   # the Moon
-    m.set_gravity([0, 0, -1.62])
+    m.update_settings(gravity=[0, 0, -1.62])
     fresh(client, pubs, received, 'gravity_torques',
           lambda x: np.allclose(x.effort, m.gravity_torques(Q), atol=1e-9))
     assert set_params(client, params, gravity=[0.0, 0.0, -9.81], payload__mass=0.0)[0].successful

@@ -70,7 +70,7 @@ def test_node_serves_gravity_and_poses_and_drops_bad_messages(ros, tmp_path):
             np.testing.assert_allclose(msg.effort, MODEL.gravity_torques(q), atol=1e-9)
             T = MODEL.frame_pose(q, 'tool0')
             pose = poses[sec]
-            assert pose.header.frame_id == MODEL.root_frame
+            assert pose.header.frame_id == MODEL.root_link
             p, o = pose.pose.position, pose.pose.orientation
             np.testing.assert_allclose([p.x, p.y, p.z], T[:3, 3], atol=1e-12)
             np.testing.assert_allclose(matrix_from_quat_xyzw([o.x, o.y, o.z, o.w]), T[:3, :3],

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from robots import DEMO_ARM, TREE_URDF
 
-from ros_dynamics.engine import DynamicsError, RobotModel, mass_properties
+from ros_dynamics.engine import DynamicsError, IKSolver, RobotModel, mass_properties
 from ros_dynamics.engine import rotations as rot
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -79,7 +79,7 @@ def test_model_functions_on_invalid_input_raise_typed_errors(data):
              (lambda: MODEL.gravity_torques(q), q_ok),
              (lambda: MODEL.jacobian(q, frame), q_ok and frame_ok),
              (lambda: MODEL.inverse_dynamics(q, q, q), q_ok),
-             (lambda: MODEL.solve_ik(frame, np.eye(4), q, timeout=0.001), q_ok and frame_ok))
+             (lambda: IKSolver(MODEL).solve(frame, np.eye(4), q, timeout=0.001), q_ok and frame_ok))
     for call, valid in calls:
         try:
             out = call()
@@ -120,4 +120,4 @@ def test_mutated_urdf_loads_or_raises_a_urdf_error(start, length, insert):
         except DynamicsError as err:
             assert str(err)
             return
-    assert model.nq >= 0 and re.match(r'\w', model.root_frame)
+    assert model.nq >= 0 and re.match(r'\w', model.root_link)

@@ -125,7 +125,7 @@ def test_unknown_tags_and_old_transmissions_are_ignored():
 def test_demo_arm_model_contents():
     model = RobotModel.from_urdf_file(DEMO_ARM, strict=True)
     assert model.nq == 6
-    assert model.root_frame == 'base_link'
+    assert model.root_link == 'base_link'
     assert model.joint_names[0] == 'shoulder_pan_joint'
     assert 'tool0' in model.frame_names
     np.testing.assert_allclose(model.lower_limits, -3.14159)

@@ -1,16 +1,23 @@
-"""The ros_dynamics engine: rigid-body kinematics and dynamics in pure NumPy/SciPy.
+"""The ros_dynamics engine: rigid-body kinematics and dynamics in pure NumPy.
 
 Importable without ROS::
 
-    from ros_dynamics.engine import RobotModel
+    from ros_dynamics.engine import IKSolver, RobotModel
     m = RobotModel.from_urdf_file('robot.urdf')
     tau = m.gravity_torques(q)
+    r = IKSolver(m).solve('tool0', T_world_target, q_seed)
 
-Conventions, written once: 6-vectors are ``[linear; angular]``; ``T_a_b`` is the pose of frame b
-in frame a; quaternions carry their order in their name (``quat_xyzw`` as in ROS messages);
-SI units (REP 103). One module per algorithm family: ``rotations``, ``spatial``, ``tree`` /
-``urdf`` / ``dh`` (model building), ``kinematics``, ``jacobians``, ``rnea``, ``crba``, ``aba``,
-``rigid_body``, ``ik`` / ``planar_ik``, ``inertia`` / ``meshes`` (mass properties).
+Conventions, written once: 6-vectors are ``[linear; angular]`` (:mod:`.spatial`); ``T_a_b`` is
+the pose of frame b in frame a; *world* is the fixed frame results refer to (the root link's
+frame for a fixed base); quaternions carry their order in their name (``quat_xyzw`` as in ROS
+messages); SI units (REP 103).
+
+Layout, one module per job: ``rotations``, ``spatial`` (SE(3), spatial algebra, inertia
+lumping); ``joints`` (one joint model per type); ``tree`` / ``urdf`` / ``dh`` (building a
+model); ``model`` (the model, built once and never written) and ``settings`` (its run-time
+dynamic settings, one immutable value); ``kinematics``, ``jacobians``, ``rnea``,
+``rnea_batch``, ``crba``, ``aba`` (algorithms); ``ik_chain``, ``ik_seeds``, ``ik`` (the
+:class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass properties); ``rigid_body``.
 """
 from .exceptions import (
                          DynamicsError,
@@ -25,16 +32,18 @@ from .exceptions import (
                          UnknownNameError,
                          UrdfError,
 )
+from .ik import IKResult, IKSolver
 from .inertia import MassProperties, mass_properties
 from .kinematics import KinematicState, RelativeMotion
 from .meshes import mesh_mass_properties
-from .model import DEFAULT_GRAVITY, Payload, RobotModel
+from .model import RobotModel
 from .rigid_body import euler_angular_acceleration
+from .settings import DEFAULT_GRAVITY, DynamicSettings, Payload
 
 __all__ = [
-    'DEFAULT_GRAVITY', 'DynamicsError', 'InertiaError', 'InertiaWarning', 'InvalidInputError',
-    'KinematicState', 'MassProperties', 'MeshError', 'ModelError', 'Payload', 'RelativeMotion',
-    'RobotModel', 'mass_properties', 'mesh_mass_properties',
-    'ShapeError', 'UnknownFrameError', 'UnknownJointError', 'UnknownNameError', 'UrdfError',
-    'euler_angular_acceleration',
+    'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
+    'InertiaError', 'InertiaWarning', 'InvalidInputError', 'KinematicState', 'MassProperties',
+    'MeshError', 'ModelError', 'Payload', 'RelativeMotion', 'RobotModel', 'mass_properties',
+    'mesh_mass_properties', 'ShapeError', 'UnknownFrameError', 'UnknownJointError',
+    'UnknownNameError', 'UrdfError', 'euler_angular_acceleration',
 ]

@@ -15,7 +15,9 @@ Mimic joints couple joints outside the tree structure ABA exploits; models with 
 import numpy as np
 
 from . import crba, rnea
-from .exceptions import InvalidInputError, ShapeError
+from .exceptions import InvalidInputError, ModelError, ShapeError
+from .kinematics import as_finite_array
+from .spatial import cross_force
 
 
 def forward_dynamics(model, state, tau, f_ext=None, f_ext_frame='world', *, friction=False):
@@ -24,20 +26,23 @@ def forward_dynamics(model, state, tau, f_ext=None, f_ext_frame='world', *, fric
     """
     if state.V_world_body is None:
         raise InvalidInputError('forward dynamics needs q and qd')
-    tau = np.asarray(tau, dtype=float)
+    tau = as_finite_array(tau, 'tau')
     if tau.shape[-1:] != (model.nq,):
         raise ShapeError(f'tau: expected {model.nq} values, got shape {tau.shape}')
-    if not np.all(np.isfinite(tau)):
-        raise InvalidInputError('tau: expected finite values')
-    tau = np.broadcast_to(tau, state.batch_shape + (model.nq,))
+    try:
+        tau = np.broadcast_to(tau, state.batch_shape + (model.nq,))
+    except ValueError:
+        raise ShapeError(f'tau: batch shape {tau.shape[:-1]} does not match q\'s '
+                         f'{state.batch_shape}') from None
+    settings = state.settings
     if friction:
-        tau = tau - rnea.friction_torques(model, state.qd)
+        tau = tau - rnea.friction_torques(settings, state.qd)
     f = None
     if f_ext:
         f = rnea.external_body_forces(model, state, f_ext, f_ext_frame)
     if model.has_mimic:
         return _solve_with_mass_matrix(model, state, tau, f)
-    return _articulated_body(model, state, tau, f)
+    return _articulated_body(model, settings, state, tau, f)
 
 
 def _solve_with_mass_matrix(model, state, tau, f_ext_bodies):
@@ -45,18 +50,32 @@ def _solve_with_mass_matrix(model, state, tau, f_ext_bodies):
     b = rnea.bias_torques(model, state)
     if f_ext_bodies is not None:
         b = b - rnea.joint_torques(model, state, f_ext_bodies)
-    return np.linalg.solve(M, (tau - b)[..., None])[..., 0]
+    try:
+        return np.linalg.solve(M, (tau - b)[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise _singular(model, model.joint_names,
+                        np.diagonal(M, axis1=-2, axis2=-1) > 0) from None
 
 
-def _articulated_body(model, state, tau, f_ext_bodies):
-    IA = crba.world_spatial_inertias(model, state).copy()
+def _singular(model, names, moves_inertia):
+    """The error for a singular mass matrix, naming the joints (``names``) that move no
+    inertia (``moves_inertia``: (..., len(names)) booleans).
+    """
+    still = ~np.all(moves_inertia.reshape(-1, len(names)), axis=0)
+    culprits = [n for n, s in zip(names, still) if s] or '(a combination of joints)'
+    return ModelError(f'forward dynamics: the mass matrix is singular; joints that move no '
+                      f'mass or inertia: {culprits}')
+
+
+def _articulated_body(model, settings, state, tau, f_ext_bodies):
+    IA = crba.world_spatial_inertias(settings, state).copy()
     V = state.V_world_body
-    pA = rnea._cross_force(V, (IA @ V[..., None])[..., 0])
+    pA = cross_force(V, (IA @ V[..., None])[..., 0])
     if f_ext_bodies is not None:
         pA = pA - f_ext_bodies
     S = state.S_world
     c = state.S_dot_world * state.qd_joint[..., None]
-    rotor = model.dynamics.rotor_inertia
+    rotor = settings.rotor_inertia
     n = model.n_moving
     U = np.empty(S.shape)
     D = np.empty(S.shape[:-1])
@@ -73,8 +92,10 @@ def _articulated_body(model, state, tau, f_ext_bodies):
             + Uk * (u[..., k] / D[..., k])[..., None]
         IA[..., p, :, :] += Ia
         pA[..., p, :] += pa
+    if not np.all(D > 0):
+        raise _singular(model, model.moving_joint_names, D > 0)
     a = np.empty(state.batch_shape + (model.n_bodies, 6))
-    a[..., 0, :] = rnea.gravity_acceleration(model)
+    a[..., 0, :] = rnea.gravity_acceleration(settings)
     qdd = np.empty(state.batch_shape + (n,))
     for k in range(n):
         b, p = k + 1, model.joint_parent_body[k]

@@ -19,9 +19,11 @@ from .rotations import skew
 from .spatial import force_cross_matrix, motion_cross_matrix, spatial_inertia
 
 
-def world_spatial_inertias(model, state):
-    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6)."""
-    mass, com, inertia = world_inertias(model, state)
+def world_spatial_inertias(settings, state):
+    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6), from the dynamic
+    settings ``settings``.
+    """
+    mass, com, inertia = world_inertias(settings, state)
     return spatial_inertia(mass, com, inertia)
 
 
@@ -39,7 +41,8 @@ def _ancestors(model):
 
 def mass_matrix(model, state):
     """``M(q)`` (..., nq, nq), full, symmetric, rotor inertia included."""
-    Ic = _composite(model, world_spatial_inertias(model, state))
+    settings = state.settings
+    Ic = _composite(model, world_spatial_inertias(settings, state))
     S = state.S_world
     F = (Ic @ S[..., None])[..., 0]                       # Ic_k S_k
     P = S @ np.swapaxes(F, -1, -2)                        # P[j, k] = S_j . Ic_k S_k
@@ -49,12 +52,12 @@ def mass_matrix(model, state):
         G = model.mimic_matrix
         M = G.T @ M @ G
         M = 0.5 * (M + np.swapaxes(M, -1, -2))     # exactly symmetric despite rounding
-    return M + np.diag(model.dynamics.rotor_inertia)
+    return M + np.diag(settings.rotor_inertia)
 
 
 def coriolis_matrix(model, state):
     """``C(q, qd)`` (..., nq, nq) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
-    I_b = world_spatial_inertias(model, state)
+    I_b = world_spatial_inertias(state.settings, state)
     V = state.V_world_body
     h = (I_b @ V[..., None])[..., 0]
     B = 0.5 * (force_cross_matrix(V) @ I_b - I_b @ motion_cross_matrix(V) + _bar(h))

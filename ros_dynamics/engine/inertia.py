@@ -18,7 +18,7 @@ import numpy as np
 
 from .exceptions import InvalidInputError, MeshError, ShapeError
 from .rotations import rpy_from_matrix
-from .tree import parallel_axis
+from .spatial import lump_inertias, parallel_axis
 
 DEFAULT_DENSITY = 1000.0  # [kg/m^3], water: the default when neither density nor mass is given
 
@@ -193,8 +193,6 @@ def combine(parts):
     parts = list(parts)
     if not parts:
         raise InvalidInputError('combine: no parts')
-    mass = sum(p.mass for p in parts)
-    volume = sum(p.volume for p in parts)
-    com = sum(p.mass * p.com for p in parts) / mass
-    inertia = sum(p.inertia_about(com) for p in parts)
-    return from_moments(volume, mass, com, inertia)
+    mass, com, inertia = lump_inertias([p.mass for p in parts], [p.com for p in parts],
+                                       [p.inertia_com for p in parts])
+    return from_moments(sum(p.volume for p in parts), mass, com, inertia)

@@ -19,12 +19,6 @@ from .kinematics import check_convention
 from .rotations import cross, skew
 
 
-def _world_joint_jacobian(state, body):
-    """Spatial Jacobian of a body in world over the moving joints, (..., 6, n_moving)."""
-    m = state.model
-    return np.swapaxes(state.S_world * m.joint_moves_body[body][:, None], -1, -2)
-
-
 def _lwa_from_world(J_world, p):
     """Shift spatial columns from the world origin to the point p: v_p = v_O - p x w."""
     linear = J_world[..., :3, :] - skew(p) @ J_world[..., 3:, :]
@@ -39,25 +33,22 @@ def _rotate_rows(R_T, J):
 def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None):
     """Geometric Jacobian (..., 6, nq) of ``frame`` (or of ``point`` fixed in it, frame coords).
 
-    Column of moving joint k (axis z_k through p_k) for the point p: ``[z_k x (p - p_k); z_k]``
-    (revolute) or ``[z_k; 0]`` (prismatic) in ``local_world_aligned``; rotated into the frame for
-    ``local``; the spatial ``S_k`` for ``world``; zero for joints that do not move the frame.
+    Column of moving joint k with spatial motion ``S_k = [s_v; s_w]`` (world, at the world
+    origin) for the point p: ``[s_v + s_w x p; s_w]`` in ``local_world_aligned`` (``[z_k x (p -
+    p_k); z_k]`` for a revolute joint, ``[z_k; 0]`` for a prismatic one); rotated into the frame
+    for ``local``; ``S_k`` itself for ``world``; zero for joints that do not move the frame.
     """
     check_convention(expressed_in)
     m = state.model
     f = m.frame_index(frame)
     moves = m.joint_moves_body[m.frame_body[f]][:, None]
+    S = state.S_world * moves
     if expressed_in == 'world':
-        return m.to_independent_columns(np.swapaxes(state.S_world * moves, -1, -2))
+        return m.to_independent_columns(np.swapaxes(S, -1, -2))
     T, p = state.point_motion(f, point)[:2]
-    z, p_joint = state.joint_axes_world
-    linear = cross(z, p[..., None, :] - p_joint)
-    if m.all_revolute:
-        cols = np.concatenate([linear, z], axis=-1)
-    else:
-        rev = m.joint_revolute[:, None]
-        cols = np.concatenate([np.where(rev, linear, z), np.where(rev, z, 0.0)], axis=-1)
-    J = np.swapaxes(cols * moves, -1, -2)
+    cols = np.concatenate([S[..., :3] + cross(S[..., 3:], p[..., None, :]), S[..., 3:]],
+                          axis=-1)
+    J = np.swapaxes(cols, -1, -2)
     if expressed_in == 'local':
         J = _rotate_rows(np.swapaxes(T[..., :3, :3], -1, -2), J)
     return m.to_independent_columns(J)

@@ -14,10 +14,15 @@ the user to one of three conventions (Pinocchio's), ``expressed_in``:
   the given point), in world axes (the default: what "end-effector velocity" usually means);
 * ``'local'``: ``[R^T v_p; R^T w]``, the same in the frame's own axes.
 
+Joint types enter only through the model's joint-model arrays (each joint's transform as
+coefficients of ``[cos x, sin x, 1, x]`` and its motion subspace; :mod:`.joints`), so this
+module has no case per joint type.
+
 All arrays take a leading batch dimension: ``q`` of shape ``(..., nq)`` gives results of shape
 ``(..., ...)``.
 """
 from dataclasses import dataclass
+import datetime
 
 import numpy as np
 
@@ -39,9 +44,44 @@ def check_convention(expressed_in):
                                 f'{expressed_in!r}')
 
 
+def as_finite_array(x, name):
+    """``x`` as a float array of finite values of magnitude <= :data:`MAX_JOINT_VALUE`.
+
+    Raises :class:`ShapeError` for ragged nesting and :class:`InvalidInputError` for what is not
+    real numbers (complex, dates, strings, objects) or for NaN, Inf and huge values.
+    """
+    if isinstance(x, np.ndarray):
+        kind = x.dtype.kind
+    else:
+        if isinstance(x, (str, bytes, datetime.date, datetime.timedelta)):
+            kind = 'U'
+        else:
+            try:
+                kind = np.asarray(x).dtype.kind
+            except ValueError:
+                raise ShapeError(f'{name}: expected a rectangular array of numbers, got ragged '
+                                 'nesting') from None
+    if kind not in 'biuf':
+        raise InvalidInputError(f'{name}: expected real numbers, got values of dtype kind '
+                                f'{kind!r} ({type(x).__name__})')
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(f'{name}: expected real numbers of magnitude <= '
+                                f'{MAX_JOINT_VALUE:g}') from None
+    # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
+    if not np.all(np.abs(x) <= MAX_JOINT_VALUE):
+        shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
+        raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
+                                f'{MAX_JOINT_VALUE:g}, got {shown}')
+    return x
+
+
 def as_joint_vector(model, x, name, batch_shape=None):
-    """``x`` as a finite float array of shape ``(..., nq)``; :class:`ShapeError` otherwise."""
-    x = np.asarray(x, dtype=float)
+    """``x`` as a finite float array of shape ``(..., nq)`` (see :func:`as_finite_array`);
+    :class:`ShapeError` for another last dimension or a batch shape that does not match.
+    """
+    x = as_finite_array(x, name)
     if x.ndim == 0 or x.shape[-1] != model.nq:
         got = x.shape[-1] if x.ndim else 'a scalar'
         raise ShapeError(f'{name}: expected {model.nq} values (one per joint of '
@@ -52,11 +92,6 @@ def as_joint_vector(model, x, name, batch_shape=None):
         except ValueError:
             raise ShapeError(f'{name}: batch shape {x.shape[:-1]} does not match q\'s '
                              f'{batch_shape}') from None
-    # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
-    if not np.all(np.abs(x) <= MAX_JOINT_VALUE):
-        shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
-        raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
-                                f'{MAX_JOINT_VALUE:g}, got {shown}')
     return x
 
 
@@ -66,7 +101,8 @@ class KinematicState:
     Attributes (``...`` is the batch shape of ``q``):
       q (..., nq); q_joint (..., n_moving), the positions of every moving joint, mimics included;
       T_world_body (..., n_bodies, 4, 4), the pose of every body (body 0 = the fixed base);
-      S_world (..., n_moving, 6), each moving joint's unit motion as a spatial vector in world.
+      S_world (..., n_moving, 6), each moving joint's motion subspace as a spatial vector in
+      world.
     With qd: V_world_body (..., n_bodies, 6) spatial velocities; with qd and qdd:
     A_world_body (..., n_bodies, 6) spatial accelerations (gravity not included).
     """
@@ -75,6 +111,9 @@ class KinematicState:
         # check=False skips input validation for hot loops that already hold a valid q.
         q = as_joint_vector(model, q, 'q') if check else q
         self.model = model
+        #: The model's dynamic settings when this pass was computed: the dynamics read from
+        #: it, so every result of one pass uses the same settings.
+        self.settings = model.settings
         self.q = q
         self.batch_shape = q.shape[:-1]
         self.q_joint = model.joint_positions(q)
@@ -101,23 +140,25 @@ class KinematicState:
         """World axis (unit) and origin of every moving joint: two (..., n_moving, 3) arrays."""
         if self._axes is None:
             T = self.T_world_body[..., 1:, :, :]
-            z = (T[..., :3, :3] @ self.model.joint_axis_column)[..., 0]
+            z = (T[..., :3, :3] @ self.model.joint_axis[:, :, None])[..., 0]
             self._axes = (z, T[..., :3, 3])
         return self._axes
 
     @property
     def S_world(self):
-        """Unit motion of each moving joint, spatial in world, (..., n_moving, 6):
-        ``[p x z; z]`` for a revolute joint at p with axis z, ``[z; 0]`` for a prismatic one.
+        """Motion subspace of each moving joint, spatial in world, (..., n_moving, 6): the
+        joint's motion ``[s_v; s_w]`` in its child frame (R, p) moved to the world origin,
+        ``[R s_v + p x R s_w; R s_w]`` -- ``[p x z; z]`` for a revolute joint with world axis z,
+        ``[z; 0]`` for a prismatic one.
         """
         if self._S_world is None:
-            z, p = self.joint_axes_world
-            if self.model.all_revolute:
-                self._S_world = np.concatenate([cross(p, z), z], axis=-1)
-            else:
-                rev = self.model.joint_revolute[:, None]
-                self._S_world = np.concatenate(
-                    [np.where(rev, cross(p, z), z), np.where(rev, z, 0.0)], axis=-1)
+            T = self.T_world_body[..., 1:, :, :]
+            n = self.model.n_moving
+            # Both halves of every joint's motion rotated into world at once: (..., n, 3, 2).
+            Rs = T[..., :3, :3] @ self.model.joint_motion.reshape(n, 2, 3).transpose(0, 2, 1)
+            linear, angular = Rs[..., 0], Rs[..., 1]
+            self._S_world = np.concatenate([linear + cross(T[..., :3, 3], angular), angular],
+                                           axis=-1)
         return self._S_world
 
     @property
@@ -175,12 +216,17 @@ def forward_kinematics(model, q, qd=None, qdd=None, *, check=True):
 def _body_poses(model, q_joint):
     """``T_world_body`` (..., n_bodies, 4, 4) for the moving-joint positions ``q_joint``."""
     batch = q_joint.shape[:-1]
-    x = q_joint[..., None, None]
-    local = np.empty(batch + (model.n_moving, 4, 4))
-    local[..., :3, :3] = model.joint_rot0 + np.sin(x) * model.joint_rot_sin \
-        + (1.0 - np.cos(x)) * model.joint_rot_cos
-    local[..., :3, 3] = model.joint_trans0 + q_joint[..., None] * model.joint_trans_q
-    local[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    n = model.n_moving
+    # Every joint's transform T_parentbody_child at once: its terms times its basis.
+    terms = np.empty(batch + (n, 1, 4))
+    np.cos(q_joint, out=terms[..., 0, 0])
+    np.sin(q_joint, out=terms[..., 0, 1])
+    terms[..., 0, 2] = 1.0
+    terms[..., 0, 3] = q_joint
+    if model.uses_x_term:
+        local = (terms @ model.joint_transform_basis).reshape(batch + (n, 4, 4))
+    else:
+        local = (terms[..., :3] @ model.joint_transform_basis[:, :3]).reshape(batch + (n, 4, 4))
     T = np.empty(batch + (model.n_bodies, 4, 4))
     T[..., 0, :, :] = np.eye(4)
     for k, parent in enumerate(model.joint_parent_body):

@@ -11,27 +11,32 @@ along the tree, so they run as matrix products over all bodies at once (``model.
 2. ``f_b = I_b a_b + v_b x* (I_b v_b) - f_ext,b`` with ``I_b`` the body's inertia in world;
 3. ``tau_k = S_k . sum_{b in subtree(k)} f_b``; mimic joints add ``multiplier * tau`` to their
    leader; rotor inertia adds ``I_rotor qdd``.
+
+Every function reads the :class:`~ros_dynamics.engine.settings.DynamicSettings` the kinematic
+state took from the model when it was computed (``state.settings``), so the outputs of one pass
+never mix two settings.
 """
 import numpy as np
 
 from .exceptions import InvalidInputError, ShapeError
+from .kinematics import as_finite_array
 from .rotations import cross
+from .spatial import cross_force
 
 
-def world_centers_of_mass(model, state):
+def world_centers_of_mass(settings, state):
     """Center of mass of every body in world (..., n_bodies, 3) [m]."""
     T = state.T_world_body
-    return (T[..., :3, :3] @ model.dynamics.body_com[:, :, None])[..., 0] + T[..., :3, 3]
+    return (T[..., :3, :3] @ settings.body_com[:, :, None])[..., 0] + T[..., :3, 3]
 
 
-def world_inertias(model, state):
+def world_inertias(settings, state):
     """Per body: mass (n_bodies,), world center of mass (..., n_bodies, 3) and world rotational
-    inertia about it (..., n_bodies, 3, 3), from the model's current dynamic parameters.
+    inertia about it (..., n_bodies, 3, 3), from the dynamic settings ``settings``.
     """
-    dyn = model.dynamics
     R = state.T_world_body[..., :3, :3]
-    inertia = R @ dyn.body_inertia @ np.swapaxes(R, -1, -2)
-    return dyn.body_mass, world_centers_of_mass(model, state), inertia
+    inertia = R @ settings.body_inertia @ np.swapaxes(R, -1, -2)
+    return settings.body_mass, world_centers_of_mass(settings, state), inertia
 
 
 def apply_inertia(mass, com, inertia, motion):
@@ -44,9 +49,9 @@ def apply_inertia(mass, com, inertia, motion):
     return np.concatenate([linear, angular], axis=-1)
 
 
-def gravity_acceleration(model):
+def gravity_acceleration(settings):
     """Spatial acceleration ``[-g; 0]`` the base is given to account for gravity."""
-    return np.concatenate([-model.dynamics.gravity, np.zeros(3)])
+    return np.concatenate([-settings.gravity, np.zeros(3)])
 
 
 def external_body_forces(model, state, f_ext, f_ext_frame):
@@ -55,12 +60,10 @@ def external_body_forces(model, state, f_ext, f_ext_frame):
         raise InvalidInputError(f"f_ext_frame: expected 'world' or 'local', got {f_ext_frame!r}")
     out = np.zeros(state.batch_shape + (model.n_bodies, 6))
     for frame, wrench in f_ext.items():
-        w = np.asarray(wrench, dtype=float)
+        w = as_finite_array(wrench, f'f_ext[{frame!r}]')
         if w.shape[-1:] != (6,):
             raise ShapeError(f'f_ext[{frame!r}]: expected a wrench [force; torque] of 6 values, '
                              f'got shape {w.shape}')
-        if not np.all(np.isfinite(w)):
-            raise InvalidInputError(f'f_ext[{frame!r}]: expected finite values')
         T = state.frame_pose(frame)
         force, torque = w[..., :3], w[..., 3:]
         if f_ext_frame == 'local':
@@ -84,46 +87,41 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
     if state.A_world_body is None:
         raise InvalidInputError('inverse dynamics needs q, qd and qdd')
-    mass, com, inertia = world_inertias(model, state)
+    settings = state.settings
+    mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body
-    A = state.A_world_body + gravity_acceleration(model)
+    A = state.A_world_body + gravity_acceleration(settings)
     h = apply_inertia(mass, com, inertia, V)
-    f = apply_inertia(mass, com, inertia, A) + _cross_force(V, h)
+    f = apply_inertia(mass, com, inertia, A) + cross_force(V, h)
     if f_ext:
         f = f - external_body_forces(model, state, f_ext, f_ext_frame)
-    tau = joint_torques(model, state, f) + model.dynamics.rotor_inertia * state.qdd
+    tau = joint_torques(model, state, f) + settings.rotor_inertia * state.qdd
     if friction:
-        tau = tau + friction_torques(model, state.qd)
+        tau = tau + friction_torques(settings, state.qd)
     return tau
 
 
-def _cross_force(v, f):
-    w = v[..., 3:]
-    return np.concatenate([cross(w, f[..., :3]),
-                           cross(v[..., :3], f[..., :3]) + cross(w, f[..., 3:])], axis=-1)
-
-
-def friction_torques(model, qd):
-    """Viscous damping and Coulomb friction from URDF ``<dynamics>``: ``d qd + f sign(qd)``."""
-    return model.joint_damping * qd + model.joint_friction * np.sign(qd)
+def friction_torques(settings, qd):
+    """Viscous damping and Coulomb friction of the settings: ``d qd + f sign(qd)`` (..., nq)."""
+    return settings.damping * qd + settings.coulomb * np.sign(qd)
 
 
 def gravity_torques(model, state):
     """``g(q)`` (..., nq) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
-    a revolute joint at ``p`` with axis ``z`` needs ``z . (g x (C_k - M_k p))`` and a prismatic
-    one ``-M_k z . g`` -- RNEA at zero velocity and acceleration, summed once per joint.
+    the weight of the subtree is the spatial force ``[M_k g; C_k x g]`` at the world origin, and
+    joint k with motion ``S_k = [s_v; s_w]`` holds ``-S_k`` times it -- for a revolute joint at
+    ``p`` with axis ``z``, ``z . (g x (C_k - M_k p))``; for a prismatic one, ``-M_k z . g``:
+    RNEA at zero velocity and acceleration, summed once per joint.
     """
-    dyn = model.dynamics
-    g = dyn.gravity
-    mass = dyn.body_mass
-    first = model.subtree_sum(mass[:, None] * world_centers_of_mass(model, state))
+    settings = state.settings
+    g = settings.gravity
+    mass = settings.body_mass
+    first = model.subtree_sum(mass[:, None] * world_centers_of_mass(settings, state))
     sub_mass = model.subtree_sum(mass[:, None])[:, 0]
-    z, p = state.joint_axes_world
-    tau = np.sum(z * cross(g, first - sub_mass[:, None] * p), axis=-1)
-    if not model.all_revolute:
-        tau = np.where(model.joint_revolute, tau, -sub_mass * (z @ g))
+    S = state.S_world
+    tau = -sub_mass * (S[..., :3] @ g) - np.sum(S[..., 3:] * cross(first, g), axis=-1)
     return model.to_independent_forces(tau)
 
 
@@ -131,47 +129,55 @@ def bias_torques(model, state):
     """``C(q, qd) qd + g(q)`` (..., nq) from a state computed with q and qd."""
     if state.V_world_body is None:
         raise InvalidInputError('bias torques need q and qd')
-    mass, com, inertia = world_inertias(model, state)
+    settings = state.settings
+    mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body
-    A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) + gravity_acceleration(model)
-    f = apply_inertia(mass, com, inertia, A) + _cross_force(V, apply_inertia(mass, com, inertia, V))
+    A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) \
+        + gravity_acceleration(settings)
+    f = apply_inertia(mass, com, inertia, A) + cross_force(V, apply_inertia(mass, com, inertia, V))
     return joint_torques(model, state, f)
 
 
 def kinetic_energy(model, state):
     """``0.5 sum_b v_b . I_b v_b + 0.5 sum_i I_rotor,i qd_i^2`` [J]."""
-    mass, com, inertia = world_inertias(model, state)
+    settings = state.settings
+    mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body
     h = apply_inertia(mass, com, inertia, V)
     return 0.5 * np.sum(V * h, axis=(-1, -2)) \
-        + 0.5 * np.sum(model.dynamics.rotor_inertia * state.qd ** 2, axis=-1)
+        + 0.5 * np.sum(settings.rotor_inertia * state.qd ** 2, axis=-1)
 
 
-def moving_mass(model):
+def moving_mass(settings):
     """Body masses (n_bodies,) with the fixed base's set to 0: the base never moves, so energy,
     total mass and center of mass count only the bodies the joints move (as Pinocchio does).
     """
-    mass = np.array(model.dynamics.body_mass)
+    mass = np.array(settings.body_mass)
     mass[0] = 0.0
     return mass
 
 
 def potential_energy(model, state):
     """``-sum_b m_b g . c_b`` [J] over the moving bodies, zero with every center of mass at the
-    root origin.
+    world origin.
     """
-    _, com, _ = world_inertias(model, state)
-    mass = moving_mass(model)
-    return -np.einsum('b,...bi,i->...', mass, com, model.dynamics.gravity)
+    settings = state.settings
+    com = world_centers_of_mass(settings, state)
+    return -np.einsum('b,...bi,i->...', moving_mass(settings), com, settings.gravity)
+
+
+def _moving_mass_and_com(state):
+    settings = state.settings
+    mass = moving_mass(settings)
+    total = np.sum(mass)
+    if total <= 0:
+        raise InvalidInputError('center of mass: the joints move no mass')
+    return mass, total, world_centers_of_mass(settings, state)
 
 
 def center_of_mass(model, state):
-    """Center of mass (..., 3) of the moving bodies in the root frame [m]."""
-    _, com, _ = world_inertias(model, state)
-    mass = moving_mass(model)
-    total = np.sum(mass)
-    if total <= 0:
-        raise InvalidInputError('center of mass: the model has no mass')
+    """Center of mass (..., 3) of the moving bodies in the world frame [m]."""
+    mass, total, com = _moving_mass_and_com(state)
     return np.einsum('b,...bi->...i', mass, com) / total
 
 
@@ -179,11 +185,7 @@ def center_of_mass_jacobian(model, state):
     """Jacobian (..., 3, nq) of the center of mass: column k is
     ``(S_lin,k M_k + w_k x C_k) / M`` with M_k, C_k the mass and first moment moved by joint k.
     """
-    _, com, _ = world_inertias(model, state)
-    mass = moving_mass(model)
-    total = np.sum(mass)
-    if total <= 0:
-        raise InvalidInputError('center of mass: the model has no mass')
+    mass, total, com = _moving_mass_and_com(state)
     sub_mass = model.subtree_sum(mass[:, None])                       # (n_moving, 1)
     sub_first = model.subtree_sum(mass[:, None] * com)                # (..., n_moving, 3)
     S = state.S_world

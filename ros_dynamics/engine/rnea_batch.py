@@ -7,16 +7,19 @@ body-frame recursive Newton-Euler algorithm (Featherstone, *Rigid Body Dynamics 
 contiguous axis: a body's velocity and acceleration are one ``(6, 2, N)`` array. Each step is
 then one BLAS product with a constant 6x6 matrix or an elementwise pass over N numbers.
 
-Each body is computed in its joint's z-aligned frame (``RobotModel.joint_z_frame``): its URDF
-link frame turned by a constant rotation that brings the joint axis onto z. A joint then is a
-constant placement followed by a rotation about (or a translation along) z, whose effect on a
-spatial vector is a handful of elementwise products with ``cos q`` and ``sin q``. Joint torques
-do not depend on the frames chosen.
+Each body is computed in its joint's z-aligned frame (:mod:`.joints`): its URDF link frame turned
+by a constant rotation that brings the joint axis onto z. A joint then is a constant placement
+(``RobotModel.joint_z_placement``) followed by its joint model's motion along z, whose effect on
+a spatial vector is a handful of elementwise products with ``cos q`` and ``sin q``
+(:meth:`~ros_dynamics.engine.joints.JointModel.propagate_motion`,
+:meth:`~ros_dynamics.engine.joints.JointModel.transmit_force`). Joint torques do not depend on
+the frames chosen.
 """
 import threading
 
 import numpy as np
 
+from .rnea import friction_torques
 from .spatial import adjoint, inverse_transform, spatial_inertia
 
 #: States per chunk: the arrays of a chunk (one (6, 2, N) block per body) stay in the CPU
@@ -41,37 +44,23 @@ def _buffer(name, shape):
 
 
 class _Geometry:
-    """Constant per-joint matrices of a model (built once per model)."""
+    """The model's constant joint data in the layout of the kernel (a few arrays per call)."""
 
     def __init__(self, model):
-        n = model.n_moving
-        A = model.joint_z_frame
-        self.frame_rotation = A                          # z-aligned frame in link frame, per body
+        self.joints = model.joint_models
         self.parent = model.joint_parent_body - 1        # parent joint; -1 = the fixed base
-        #: Motion transform (6, 6) from the parent's z-aligned frame to joint k's frame at q = 0.
-        self.motion = np.empty((n, 6, 6))
-        for k in range(n):
-            A_parent = A[self.parent[k]] if self.parent[k] >= 0 else np.eye(3)
-            Q = np.array(model.joint_placement[k])
-            Q[:3, :3] = A_parent.T @ Q[:3, :3] @ A[k]
-            Q[:3, 3] = A_parent.T @ Q[:3, 3]
-            self.motion[k] = adjoint(inverse_transform(Q))
+        #: Motion transform (n, 6, 6) from the parent's z-aligned frame to joint k's at q = 0,
+        #: and its transpose, which carries forces back.
+        self.motion = adjoint(inverse_transform(model.joint_z_placement))
         self.force = np.ascontiguousarray(np.swapaxes(self.motion, 1, 2))
-        self.revolute = model.joint_revolute
+        self.frame_rotation = model.joint_z_rotation     # z-aligned frame in link frame
 
-    def inertias(self, dyn):
+    def inertias(self, settings):
         """Spatial inertias (n_moving, 6, 6) of the moving bodies in their z-aligned frames."""
         A = self.frame_rotation
-        com = np.einsum('kji,kj->ki', A, dyn.body_com[1:])
-        inertia = np.swapaxes(A, 1, 2) @ dyn.body_inertia[1:] @ A
-        return spatial_inertia(dyn.body_mass[1:], com, inertia)
-
-
-def _geometry(model):
-    geometry = model.__dict__.get('_rnea_batch_geometry')
-    if geometry is None:
-        geometry = model.__dict__['_rnea_batch_geometry'] = _Geometry(model)
-    return geometry
+        com = np.einsum('kji,kj->ki', A, settings.body_com[1:])
+        inertia = np.swapaxes(A, 1, 2) @ settings.body_inertia[1:] @ A
+        return spatial_inertia(settings.body_mass[1:], com, inertia)
 
 
 def min_states(model):
@@ -83,11 +72,11 @@ def min_states(model):
 
 def inverse_dynamics(model, q, qd, qdd, *, friction=False):
     """Torques (B, nq) for validated states ``q``, ``qd``, ``qdd`` of shape (B, nq)."""
-    geometry = _geometry(model)
-    dyn = model.dynamics
-    inertia = geometry.inertias(dyn)
+    geometry = _Geometry(model)
+    settings = model.settings
+    inertia = geometry.inertias(settings)
     base = np.zeros((6, 2, 1))
-    base[:3, 1, 0] = -dyn.gravity                 # gravity as an upward acceleration of the base
+    base[:3, 1, 0] = -settings.gravity      # gravity as an upward acceleration of the base
     tau = np.empty((q.shape[0], model.n_moving))
     for start in range(0, q.shape[0], CHUNK):
         s = slice(start, start + CHUNK)
@@ -101,23 +90,10 @@ def inverse_dynamics(model, q, qd, qdd, *, friction=False):
         np.sin(joints[0], out=joints[4])
         tau[s] = _chunk(geometry, inertia, base, joints).T
     tau = model.to_independent_forces(tau)
-    tau += dyn.rotor_inertia * qdd
+    tau += settings.rotor_inertia * qdd
     if friction:
-        tau += model.joint_damping * qd + model.joint_friction * np.sign(qd)
+        tau += friction_torques(settings, qd)
     return tau
-
-
-def _rotate_z(x, cos, sin, scratch):
-    """Rotate the 3-vectors ``x`` (2, 3, ..., N) about z by the angle of (cos, sin), in place."""
-    x0, x1 = x[:, 0], x[:, 1]
-    t, u = scratch
-    np.multiply(x0, cos, out=t)
-    np.multiply(x1, sin, out=u)
-    t -= u
-    np.multiply(x0, sin, out=u)
-    x1 *= cos
-    x1 += u
-    x0[...] = t
 
 
 def _chunk(geometry, inertia, base, joints):
@@ -139,32 +115,8 @@ def _chunk(geometry, inertia, base, joints):
         else:
             np.matmul(geometry.motion[k], VA[parent].reshape(6, 2 * N),
                       out=va.reshape(6, 2 * N))
-        x = va.reshape(2, 3, 2, N)
-        t = scratch[0, 0, 0]
-        if geometry.revolute[k]:
-            _rotate_z(x, cos[k], minus_sin[k], scratch)    # into the joint's frame: R_z(q)^T
-            va[5, 0] += qd[k]
-            va[5, 1] += qdd[k]
-            # + v x S qd with S = [0; e_z]: [v x e_z; w x e_z] qd.
-            for part in (0, 1):
-                np.multiply(x[part, 1, 0], qd[k], out=t)
-                x[part, 0, 1] += t
-                np.multiply(x[part, 0, 0], qd[k], out=t)
-                x[part, 1, 1] -= t
-        else:
-            # Translation by d = q e_z: v += w x d.
-            for i in (0, 1):
-                np.multiply(va[4, i], q[k], out=t)
-                va[0, i] += t
-                np.multiply(va[3, i], q[k], out=t)
-                va[1, i] -= t
-            va[2, 0] += qd[k]
-            va[2, 1] += qdd[k]
-            # + v x S qd with S = [e_z; 0]: [w x e_z; 0] qd.
-            np.multiply(va[4, 0], qd[k], out=t)
-            va[0, 1] += t
-            np.multiply(va[3, 0], qd[k], out=t)
-            va[1, 1] -= t
+        geometry.joints[k].propagate_motion(va, q[k], cos[k], minus_sin[k], qd[k], qdd[k],
+                                            scratch)
 
     # Body forces f = I a + v x* (I v), all bodies at once.
     h = _buffer('h', (n, 6, 2, N))
@@ -183,18 +135,12 @@ def _chunk(geometry, inertia, base, joints):
     transmitted = _buffer('transmitted', (6, N))
     for k in range(n - 1, -1, -1):
         fk = f[k]
-        tau[k] = fk[5] if geometry.revolute[k] else fk[2]
+        joint = geometry.joints[k]
+        tau[k] = fk[joint.motion_row]
         parent = geometry.parent[k]
         if parent < 0:
             continue
-        if geometry.revolute[k]:
-            _rotate_z(fk.reshape(2, 3, N), cos[k], sin[k], scratch[:, 0])
-        else:
-            t = scratch[0, 0, 0]
-            np.multiply(fk[1], q[k], out=t)
-            fk[3] -= t
-            np.multiply(fk[0], q[k], out=t)
-            fk[4] += t
+        joint.transmit_force(fk, q[k], cos[k], sin[k], scratch)
         np.matmul(geometry.force[k], fk, out=transmitted)
         f[parent] += transmitted
     return tau

@@ -168,3 +168,31 @@ def transform_wrench(T_a_b, wrench_b):
     f = (R @ wrench_b[..., :3, None])[..., 0]
     n = (R @ wrench_b[..., 3:, None])[..., 0] + cross(p, f)
     return np.concatenate([f, n], axis=-1)
+
+
+def parallel_axis(mass, offset):
+    """Steiner term ``m (|c|^2 E - c c^T)`` (..., 3, 3): the inertia a point mass ``mass`` [kg]
+    at ``offset`` (..., 3) [m] adds about the origin.
+    """
+    mass = np.asarray(mass, dtype=float)
+    offset = np.asarray(offset, dtype=float)
+    sq = np.sum(offset * offset, axis=-1)
+    return mass[..., None, None] * (sq[..., None, None] * np.eye(3)
+                                    - offset[..., :, None] * offset[..., None, :])
+
+
+def lump_inertias(mass, com, inertia_com):
+    """Mass properties of a rigid union of parts given in one frame.
+
+    ``mass`` (k,) [kg], ``com`` (k, 3) [m] and ``inertia_com`` (k, 3, 3) [kg m^2] (about each
+    part's center of mass) -> the union's mass, center of mass (3,) (the origin when massless)
+    and inertia (3, 3) about it, exactly symmetric.
+    """
+    mass = np.asarray(mass, dtype=float)
+    com = np.asarray(com, dtype=float).reshape(-1, 3)
+    total = float(np.sum(mass))
+    about_origin = np.sum(np.asarray(inertia_com, dtype=float).reshape(-1, 3, 3)
+                          + parallel_axis(mass, com), axis=0)
+    center = mass @ com / total if total > 0 else np.zeros(3)
+    inertia = about_origin - parallel_axis(total, center)
+    return total, center, 0.5 * (inertia + inertia.T)

@@ -3,8 +3,9 @@
 Builders (URDF, DH) describe a robot as :class:`LinkSpec` and :class:`JointSpec` records;
 :func:`assemble` validates the tree and produces a :class:`Topology`:
 
-* moving joints (revolute, continuous, prismatic) in depth-first order from the root, children in
-  the order the description lists their joints; each one's child link starts a *body*;
+* moving joints (every type of :data:`~ros_dynamics.engine.joints.JOINT_MODELS`) in depth-first
+  order from the root, children in the order the description lists their joints; each one's
+  child link starts a *body*;
 * body 0 is the fixed base (the root link and everything fixed to it); body ``k + 1`` is moved
   by moving joint ``k``; ``fixed`` joints are collapsed: their child links are merged into the
   body of their parent for dynamics and kept as frames;
@@ -19,8 +20,10 @@ import warnings
 import numpy as np
 
 from .exceptions import InertiaError, InertiaWarning, UrdfError
+from .joints import JOINT_MODELS
+from .spatial import lump_inertias
 
-MOVING_TYPES = ('revolute', 'continuous', 'prismatic')
+MOVING_TYPES = tuple(JOINT_MODELS)
 JOINT_TYPES = MOVING_TYPES + ('fixed',)
 
 # Inertia checks: a moment counts as negative, or a triangle inequality as violated, only beyond
@@ -95,7 +98,7 @@ class Topology:
     parent_body: np.ndarray  # (n_moving,) body index of each moving joint's parent
     placement: np.ndarray    # (n_moving, 4, 4) T_parentbody_joint at q = 0
     axis: np.ndarray         # (n_moving, 3) unit axes in the joint frame
-    revolute: np.ndarray     # (n_moving,) True for revolute/continuous, False for prismatic
+    models: tuple            # (n_moving,) the JointModel of each moving joint
     q_index: np.ndarray      # (n_moving,) index of the independent joint each one follows
     multiplier: np.ndarray   # (n_moving,)
     offset: np.ndarray       # (n_moving,)
@@ -175,7 +178,7 @@ def assemble(links, joints, *, strict=False):
     q_index, multiplier, offset = _resolve_mimics(moving, joint_map, independent)
     n_bodies = len(moving) + 1
     mass, com, inertia, notes = _merge_inertials(link_map, link_body, link_placement, n_bodies,
-                                                 order, strict)
+                                                 order)
     notes += _massless_subtrees(moving, parent_body, mass)
     if notes:
         if strict:
@@ -189,7 +192,7 @@ def assemble(links, joints, *, strict=False):
         parent_body=np.array(parent_body, dtype=int),
         placement=np.array(placement).reshape(-1, 4, 4),
         axis=np.array([j.axis for j in moving], dtype=float).reshape(-1, 3),
-        revolute=np.array([j.type != 'prismatic' for j in moving], dtype=bool),
+        models=tuple(JOINT_MODELS[j.type] for j in moving),
         q_index=q_index, multiplier=multiplier, offset=offset,
         independent=tuple(independent),
         link_body=link_body, link_placement=link_placement, link_order=tuple(order),
@@ -228,11 +231,15 @@ def _check_joint_values(joints):
 
 
 def _resolve_mimics(moving, joint_map, independent):
+    """Per moving joint: the independent joint it follows, multiplier and offset. Each joint is
+    resolved once (chains of mimic joints share their tails), so this is linear in size.
+    """
     index_of = {name: i for i, name in enumerate(independent)}
-    q_index, multiplier, offset = [], [], []
+    resolved = {name: (i, 1.0, 0.0) for name, i in index_of.items()}
     for j in moving:
-        mult, off, seen, cur = 1.0, 0.0, [j.name], j
-        while cur.mimic is not None:
+        path, on_path = [], set()
+        cur = j
+        while cur.name not in resolved:
             m = cur.mimic
             if m.joint not in joint_map:
                 raise UrdfError(f'joint {cur.name!r}: <mimic> names unknown joint {m.joint!r}')
@@ -241,18 +248,21 @@ def _resolve_mimics(moving, joint_map, independent):
             leader = joint_map[m.joint]
             if leader.type not in MOVING_TYPES:
                 raise UrdfError(f'joint {cur.name!r}: <mimic> leader {m.joint!r} is a '
-                                f'{leader.type} joint; it must be revolute, continuous or '
-                                'prismatic')
-            off, mult = mult * m.offset + off, mult * m.multiplier
-            if leader.name in seen:
-                raise UrdfError(f'mimic cycle: {" -> ".join(seen + [leader.name])}')
-            seen.append(leader.name)
+                                f'{leader.type} joint; it must be one of {MOVING_TYPES}')
+            path.append(cur)
+            on_path.add(cur.name)
+            if leader.name in on_path:
+                names = [p.name for p in path] + [leader.name]
+                raise UrdfError(f'mimic cycle: {" -> ".join(names)}')
             cur = leader
-        q_index.append(index_of[cur.name])
-        multiplier.append(mult)
-        offset.append(off)
-    return (np.array(q_index, dtype=int), np.array(multiplier, dtype=float),
-            np.array(offset, dtype=float))
+        q, mult, off = resolved[cur.name]
+        for follower in reversed(path):        # q_f = m_f (mult q + off) + o_f
+            m = follower.mimic
+            mult, off = m.multiplier * mult, m.multiplier * off + m.offset
+            resolved[follower.name] = (q, mult, off)
+    rows = [resolved[j.name] for j in moving]
+    return (np.array([r[0] for r in rows], dtype=int), np.array([r[1] for r in rows], dtype=float),
+            np.array([r[2] for r in rows], dtype=float))
 
 
 def inertia_problems(name, inertial):
@@ -282,11 +292,12 @@ def inertia_problems(name, inertial):
     return problems
 
 
-def _merge_inertials(link_map, link_body, link_placement, n_bodies, order, strict):
+def _merge_inertials(link_map, link_body, link_placement, n_bodies, order):
+    """Per body: mass, center of mass and inertia about it, in the body frame, of the links
+    fixed to it (their inertials moved by the links' placements in the body).
+    """
     notes = []
-    mass = np.zeros(n_bodies)
-    first = np.zeros((n_bodies, 3))
-    second = np.zeros((n_bodies, 3, 3))     # rotational inertia about the body origin
+    parts = [[] for _ in range(n_bodies)]
     for name in order:
         inertial = link_map[name].inertial
         if inertial is None:
@@ -298,27 +309,17 @@ def _merge_inertials(link_map, link_body, link_placement, n_bodies, order, stric
             raise UrdfError(f'link {name!r}: negative mass {inertial.mass} kg')
         notes += inertia_problems(name, inertial)
         T = link_placement[name]
-        R, p = T[:3, :3], T[:3, 3]
-        c = R @ inertial.com + p
-        b = link_body[name]
-        mass[b] += inertial.mass
-        first[b] += inertial.mass * c
-        second[b] += R @ inertial.inertia @ R.T + parallel_axis(inertial.mass, c)
-    com = np.where(mass[:, None] > 0, first / np.where(mass > 0, mass, 1.0)[:, None], 0.0)
-    inertia = second - parallel_axis(mass, com)
-    inertia = 0.5 * (inertia + np.swapaxes(inertia, -1, -2))
+        R = T[:3, :3]
+        parts[link_body[name]].append((inertial.mass, R @ inertial.com + T[:3, 3],
+                                       R @ inertial.inertia @ R.T))
+    mass = np.zeros(n_bodies)
+    com = np.zeros((n_bodies, 3))
+    inertia = np.zeros((n_bodies, 3, 3))
+    for b, body_parts in enumerate(parts):
+        if body_parts:
+            m, c, i = zip(*body_parts)
+            mass[b], com[b], inertia[b] = lump_inertias(m, c, i)
     return mass, com, inertia, notes
-
-
-def parallel_axis(mass, offset):
-    """Steiner term ``m (|c|^2 E - c c^T)`` (..., 3, 3): the inertia a point mass ``mass`` [kg]
-    at ``offset`` (..., 3) [m] adds about the origin.
-    """
-    mass = np.asarray(mass, dtype=float)
-    offset = np.asarray(offset, dtype=float)
-    sq = np.sum(offset * offset, axis=-1)
-    return mass[..., None, None] * (sq[..., None, None] * np.eye(3)
-                                    - offset[..., :, None] * offset[..., None, :])
 
 
 def _massless_subtrees(moving, parent_body, mass):
@@ -334,11 +335,13 @@ def moved_links(joints):
     """Names of the links some non-fixed joint moves (directly or through fixed joints)."""
     parent = {j.child: j for j in joints}
     moved = {}
-
-    def is_moved(link):
-        if link not in moved:
-            j = parent.get(link)
-            moved[link] = j is not None and (j.type != 'fixed' or is_moved(j.parent))
-        return moved[link]
-
-    return {link for link in parent if is_moved(link)}
+    for link in parent:
+        path = []
+        while link not in moved and link in parent and len(path) <= len(parent):
+            path.append(link)                    # up to a known link or the root (or a loop,
+            link = parent[link].parent           # which the tree check reports)
+        known = moved.get(link, False)
+        for name in reversed(path):
+            known = known or parent[name].type != 'fixed'
+            moved[name] = known
+    return {link for link, is_moved in moved.items() if is_moved}

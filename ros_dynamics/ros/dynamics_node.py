@@ -36,7 +36,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from ..engine import DynamicsError, RobotModel, jacobians, kinematics, rnea
+from ..engine import DynamicsError, Payload, RobotModel, jacobians, kinematics, rnea
 from ..engine.spatial import inverse_transform
 from . import markers
 from .conversions import pose_from_matrix, vector6_to_twist, wrench_to_vector6
@@ -214,8 +214,8 @@ class DynamicsNode(Node):
 
         Raises ValueError with a reason; nothing is applied then.
         """
-        tips = self._string_list('tip_frames', overrides) or _leaf_frames(model)
-        base = self._value('base_frame', overrides) or model.root_frame
+        tips = self._string_list('tip_frames', overrides) or list(model.leaf_frames)
+        base = self._value('base_frame', overrides) or model.root_link
         command = self._string_list('command_joints', overrides) or list(model.joint_names)
         ik_tip = self._value('ik.tip_frame', overrides)
         for label, frames in (('tip_frames', tips), ('base_frame', [base]),
@@ -229,13 +229,14 @@ class DynamicsNode(Node):
                              f'{list(model.joint_names)}')
         rotor = self._rotor_inertia(model, overrides)
         payload = self._payload(model, overrides)
-        gravity = self._value('gravity', overrides)
-        # Everything is valid: apply.
-        model.set_gravity(gravity)
-        model.set_rotor_inertia(rotor)
-        model.clear_payloads()
-        if payload is not None:
-            model.set_payload(*payload)
+        try:
+            settings = model.make_settings(gravity=self._value('gravity', overrides),
+                                           rotor_inertia=rotor,
+                                           payloads=[Payload(*payload)] if payload else [])
+        except DynamicsError as err:
+            raise ValueError(str(err)) from None
+        # Everything is valid: apply, the dynamic settings in one assignment.
+        model.settings = settings
         with self._lock:
             self._tips = tuple(tips)
             self._base = base
@@ -583,12 +584,6 @@ class DynamicsNode(Node):
 
 def _refuse(reason):
     return SetParametersResult(successful=False, reason=reason)
-
-
-def _leaf_frames(model):
-    """Frames no other frame hangs from (the end effectors of a tree)."""
-    parents = set(model.frame_parent.values())
-    return [f for f in model.frame_names if f not in parents]
 
 
 def _float_array(values, label):

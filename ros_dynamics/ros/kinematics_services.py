@@ -15,7 +15,7 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 from rclpy.node import Node
 
-from ..engine import DynamicsError, UnknownFrameError
+from ..engine import DynamicsError, IKSolver, UnknownFrameError
 from ..engine.spatial import inverse_transform
 from .conversions import matrix_from_pose, pose_from_matrix
 
@@ -40,7 +40,7 @@ class RequestError(Exception):
 
 def _frame(model, name, code):
     try:
-        return model.frame_index(name or model.root_frame)
+        return model.frame_index(name or model.root_link)
     except UnknownFrameError as err:
         raise RequestError(code, str(err)) from None
 
@@ -125,6 +125,7 @@ class KinematicsServiceNode(Node):
         self.create_service(ComputeFK, prefix + '/compute_fk', self._on_compute_fk)
         self.create_service(SolveIK, prefix + '/solve_ik', self._on_solve_ik)
         self._requested = set()          # tip frames asked for, tables built between requests
+        self._solver = None              # the IKSolver of the dynamics node's current model
         self.create_timer(0.25, self._prepare_seed_tables)
 
     def _on_compute_fk(self, request, response):
@@ -136,26 +137,39 @@ class KinematicsServiceNode(Node):
         return node.get_parameter('ik.tip_frame').value or (node.tips[0] if node.tips else '')
 
     def _prepare_seed_tables(self):
-        """Build the IK seed table (:meth:`RobotModel.prepare_ik`) of the default tip frame,
+        """Build the IK seed table (:meth:`IKSolver.prepare`) of the default tip frame,
         then of each tip frame requested since, one per tick: on this node's executor, so
         between requests and never inside one's time budget. A new model starts over.
         """
-        model = self._dynamics.model
+        solver = self._current_solver()
         samples = self._dynamics.get_parameter('ik.seed_samples').value
-        if model is None or samples <= 0:
+        if solver is None or samples <= 0:
             return
         for frame in [self._default_tip()] + sorted(self._requested):
-            if frame in model.frame_names and model.ik_seed_table(frame) is None:
+            if frame in solver.model.frame_names and solver.seed_table(frame) is None:
                 start = time.monotonic()
-                model.prepare_ik(frame, samples)
+                solver.prepare(frame, samples)
                 self.get_logger().info(
                     f'IK seed table of {frame}: {samples} configurations in '
                     f'{(time.monotonic() - start) * 1e3:.0f} ms')
                 return
 
+    def _current_solver(self):
+        """The IK solver of the current model: a new model gets a new solver (and the old
+        one's chains and seed tables go with it).
+        """
+        model = self._dynamics.model
+        if model is None:
+            return None
+        if self._solver is None or self._solver.model is not model:
+            self._solver = IKSolver(model)
+            self._requested = set()
+        return self._solver
+
     def _on_solve_ik(self, request, response):
         node = self._dynamics
-        model = node.model
+        solver = self._current_solver()
+        model = solver.model if solver is not None else None
         param = node.get_parameter
         defaults = IKDefaults(
             tip_frame=self._default_tip(),
@@ -165,7 +179,7 @@ class KinematicsServiceNode(Node):
         try:
             problem = prepare_ik(model, node.latest_q(), request, defaults, type(response))
             self._requested.add(problem.tip)
-            result = model.solve_ik(
+            result = solver.solve(
                 problem.tip, problem.T_target, problem.q_seed,
                 position_tolerance=problem.position_tolerance,
                 orientation_tolerance=problem.orientation_tolerance,

@@ -1,0 +1,139 @@
+"""The kinematic chain of one frame: its pose and Jacobian from the joints that move it, for a
+batch of configurations -- what every IK iteration needs, without the rest of the tree.
+
+Joint k of the chain is the constant placement ``C_k`` of its z-aligned frame in the previous
+joint's (``RobotModel.joint_z_placement``; the world frame for the first) followed by its joint
+model's transform ``Z_k(x)`` (:mod:`.joints`), linear in ``[cos x, sin x, 1, x]``; the frame hangs
+at ``E`` from the last. So ``C_k Z_k(x)`` is those four terms times a constant basis (one matrix
+product for every joint and configuration), and the frames chain by products.
+"""
+import numpy as np
+
+from .joints import X as X_TERM
+
+_TWO_PI = 2.0 * np.pi
+# Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
+# and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.
+_Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3])
+_P_ROTATED = np.array([11, 3, 7, 7, 11, 3])
+_Z = np.array([2, 6, 10])
+
+
+class Chain:
+    """Pose and world-aligned Jacobian of ``frame`` of ``model`` for batches of configurations
+    of the joints that move it (see the module docstring). Immutable once built.
+    """
+
+    def __init__(self, model, frame):
+        f = model.frame_index(frame)
+        joints = np.flatnonzero(model.joint_moves_body[model.frame_body[f]])   # root first
+        n = len(joints)
+        C = model.joint_z_placement[joints]
+        Z = np.array([model.joint_models[k].transform_terms for k in joints]).reshape(n, 4, 4, 4)
+        #: (n, 4, 16): the transform C_k Z_k(x) is [cos x, sin x, 1, x] times basis[k].
+        self.basis = (C[:, None] @ Z).reshape(n, 4, 16)
+        self.uses_x_term = bool(np.any(self.basis[:, X_TERM]))
+        E = np.array(model.frame_placement[f])
+        if n:
+            A = model.joint_z_rotation[joints[-1]]
+            E[:3] = A.T @ E[:3]
+        #: T_lastz_frame (4, 4): the frame in the last joint's z-aligned frame.
+        self.frame_placement = E
+        motion = np.array([model.joint_models[k].motion_z for k in joints]).reshape(n, 6)
+        #: Per joint, how much its z axis is its angular and its linear motion (1 or 0).
+        self.angular = motion[:, 5, None, None]
+        self.linear = motion[:, 2, None, None]
+        self.pure_rotation = bool(np.all(self.angular == 1.0) and np.all(self.linear == 0.0))
+        q_index = model.joint_q_index[joints]
+        self.multiplier = model.joint_multiplier[joints]
+        self.offset = model.joint_offset[joints]
+        columns = model.mimic_matrix[joints]        # chain joint rates from independent ones
+        # Chains without mimic joints read their joints' q directly.
+        self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
+                          and len(set(q_index.tolist())) == n)
+        #: Independent joints that move the frame, in the order of the Jacobian's columns.
+        self.moved = np.flatnonzero(columns.any(axis=0)) if self.mimic else q_index
+        self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
+        self.mimic_rows = columns[:, self.moved].T.copy()          # (m, n_chain)
+        moved = self.moved
+        #: Bounds of the moved joints' iterates (unbounded joints: none) ...
+        self.clip_lower = np.array(model.lower_limits[moved])
+        self.clip_upper = np.array(model.upper_limits[moved])
+        #: ... and the range random starting points are drawn from (unbounded joints: a turn).
+        self.lower = model.sampling_lower[moved]
+        self.upper = model.sampling_upper[moved]
+        #: Moved joints whose position counts only modulo a turn inside limits a turn or more
+        #: apart (angles, not driving mimic joints): iterates may wrap across those limits.
+        turns = (self.upper - self.lower >= _TWO_PI - 1e-9) & np.isfinite(self.clip_lower)
+        turns &= model.angular_joints[moved] if not self.mimic else False
+        self.turns = np.flatnonzero(turns) if turns.any() else None
+        self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
+        self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
+        for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement):
+            array.setflags(write=False)
+
+    def wrap(self, X):
+        """Joints :attr:`turns` of ``X`` (B, m) moved by whole turns into the middle turn of
+        their limits, in place (the pose does not change).
+        """
+        t = self.turns
+        if t is not None:
+            X[:, t] -= _TWO_PI * np.round((X[:, t] - self.turn_middle) / _TWO_PI)
+
+    def pose_and_jacobian(self, Q):
+        """``T_world_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, len(moved)) at
+        ``Q`` (B, nq), its columns those of the joints :attr:`moved` (the others are zero).
+        """
+        T, JT = self.evaluate(Q[:, self.moved])
+        return T, np.swapaxes(JT, 1, 2)
+
+    def evaluate(self, X):
+        """``T_world_frame`` (B, 4, 4) and the transposed world-aligned Jacobian (B, m, 6) at
+        ``X`` (B, m), the positions of the joints :attr:`moved`.
+        """
+        B, n = len(X), len(self.basis)
+        if n == 0:
+            return np.broadcast_to(self.frame_placement, (B, 4, 4)), np.zeros((B, 0, 6))
+        T, tip = self._frames(X)
+        # Rows of J^T: [z_k x (p_tip - p_k), z_k] for a turn about z_k, [z_k, 0] for a shift.
+        flat = T.reshape(n, B, 16)
+        zp = flat.take(_Z_AND_P, 2)
+        d = tip.reshape(B, 16).take(_P_ROTATED, 1) - zp[..., 6:]
+        zd = zp[..., :6] * d
+        J = np.empty((n, B, 6))
+        np.subtract(zd[..., :3], zd[..., 3:], out=J[..., :3])
+        J[..., 3:] = flat.take(_Z, 2)
+        if not self.pure_rotation:
+            J[..., :3] = self.angular * J[..., :3] + self.linear * J[..., 3:]
+            J[..., 3:] *= self.angular
+        JT = np.ascontiguousarray(J.transpose(1, 0, 2))
+        return tip, (self.mimic_rows @ JT if self.mimic else JT)
+
+    def poses(self, X):
+        """``T_world_frame`` (B, 4, 4) at ``X`` (B, m), the positions of the joints
+        :attr:`moved`.
+        """
+        if len(self.basis) == 0:
+            return np.broadcast_to(self.frame_placement, (len(X), 4, 4))
+        return self._frames(X)[1]
+
+    def _frames(self, X):
+        """The z-aligned joint frames (n, B, 4, 4) and the frame's pose (B, 4, 4)."""
+        n, B = len(self.basis), len(X)
+        x = X.take(self.x_index, 1) * self.multiplier + self.offset if self.mimic else X
+        x = x.T
+        terms = np.empty((n, B, 4))
+        np.cos(x, out=terms[..., 0])
+        np.sin(x, out=terms[..., 1])
+        terms[..., 2] = 1.0
+        if self.uses_x_term:
+            terms[..., 3] = x
+            L = np.matmul(terms, self.basis)
+        else:
+            L = np.matmul(terms[..., :3], self.basis[:, :3])
+        L = L.reshape(n, B, 4, 4)                # C_k Z_k(x_k)
+        T = np.empty_like(L)                     # z-aligned joint frames in the world frame
+        T[0] = L[0]
+        for k in range(1, n):
+            np.matmul(T[k - 1], L[k], out=T[k])
+        return T, T[-1] @ self.frame_placement
