@@ -1,5 +1,6 @@
 """Loading robot descriptions: the catalogue of bad URDFs, warnings, strict mode, DH tables."""
 import os
+import re
 import warnings
 
 import numpy as np
@@ -44,7 +45,6 @@ BAD_URDFS = {
     'unparsable_number.urdf': r"joint 'j1': <origin xyz=\"0 0.1abc 0\">: expected 3 number",
     'wrong_count.urdf': r"joint 'j1': <origin xyz=\"0 0\">: expected 3 number\(s\), got 2",
     'zero_axis.urdf': r"joint 'j1': <axis> must be a finite non-zero vector",
-    'mimic_unknown.urdf': r"joint 'j2': <mimic> names unknown joint 'nobody'",
     'mimic_cycle.urdf': r'mimic cycle: j1 -> j2 -> j1',
     'mimic_of_fixed.urdf': r"joint 'j2': <mimic> leader 'j1' is a fixed joint",
     'joint_without_parent.urdf': r"joint 'j1': missing <parent link",
@@ -57,9 +57,68 @@ WARN_URDFS = {
 }
 
 
+# File in test/lenient_urdf -> the note a lenient load leaves (strict mode refuses it).
+LENIENT_URDFS = {
+    'mimic_unknown.urdf': r"joint 'j2': <mimic> names unknown joint 'nobody'",
+}
+
+
 def test_catalogue_covers_every_file():
     assert sorted(os.listdir(os.path.join(HERE, 'bad_urdf'))) == sorted(BAD_URDFS)
     assert sorted(os.listdir(os.path.join(HERE, 'warn_urdf'))) == sorted(WARN_URDFS)
+    assert sorted(os.listdir(os.path.join(HERE, 'lenient_urdf'))) == sorted(LENIENT_URDFS)
+
+
+def test_a_mimic_of_an_unknown_joint_leaves_the_joint_independent_unless_strict():
+    path = os.path.join(HERE, 'lenient_urdf', 'mimic_unknown.urdf')
+    model = RobotModel.from_urdf_file(path)
+    assert model.joint_names == ('j1', 'j2') and model.mimic_joint_names == ()
+    assert any(re.search(LENIENT_URDFS['mimic_unknown.urdf'], n) for n in model.warnings)
+    with pytest.raises(UrdfError, match=LENIENT_URDFS['mimic_unknown.urdf']):
+        RobotModel.from_urdf_file(path, strict=True)
+
+
+ARM = '''<robot name="r" {attrs}><link name="a"/>
+  <link name="b"><inertial><origin xyz="0 0 0.1"/><mass value="2"/>{inertia}</inertial></link>
+  <joint name="j" type="revolute" {joint_attrs}><parent link="a"/><child link="b"/>
+    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>{extra}
+</robot>'''
+INERTIA = '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/>'
+
+
+def _arm(attrs='', inertia=INERTIA, joint_attrs='', extra=''):
+    return ARM.format(attrs=attrs, inertia=inertia, joint_attrs=joint_attrs, extra=extra)
+
+
+@pytest.mark.parametrize('text, note', [
+    ('\n\n  <?xml version="1.0"?>\n' + _arm(), None),
+    (_arm(attrs='xmlns="http://example.com/urdf"'), None),
+    (_arm(joint_attrs='drake:acceleration="1"'), r"undeclared XML prefixes \['drake'\]"),
+    (_arm(extra='<xacro:property name="x" value="1"/><xacro:if value="1"><link name="z"/>'
+                '</xacro:if>'), r"undeclared XML prefixes \['xacro'\]"),
+    (_arm(attrs='xmlns:drake="http://drake.mit.edu"', joint_attrs='drake:x="1"'), None),
+])
+def test_what_pinocchio_accepts_loads_with_the_same_model(text, note):
+    model = RobotModel.from_urdf_string(text)
+    plain = RobotModel.from_urdf_string(_arm())
+    assert model.frame_names == ('a', 'b') and model.joint_names == ('j',)
+    q = np.array([0.3])
+    np.testing.assert_allclose(model.gravity_torques(q), plain.gravity_torques(q))
+    if note is None:
+        assert model.warnings == ()
+    else:
+        assert any(re.search(note, n) for n in model.warnings), model.warnings
+
+
+def test_an_inertial_without_inertia_is_a_point_mass():
+    model = RobotModel.from_urdf_string(_arm(inertia=''))
+    assert any("link 'b': <inertial> without <inertia>, taken as a point mass" in n
+               for n in model.warnings)
+    q = np.array([0.0])
+    # A point mass of 2 kg at 0.1 m along z, turned about y: 2 * 9.81 * 0.1 * sin(q) = 0 at 0.
+    np.testing.assert_allclose(model.mass_matrix(q), [[2 * 0.1 ** 2]])
+    np.testing.assert_allclose(model.gravity_torques(np.array([np.pi / 2])), [-2 * 9.81 * 0.1],
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize('name', sorted(BAD_URDFS))
@@ -81,7 +140,7 @@ def test_suspicious_inertials_warn_once_and_raise_when_strict(name):
         model = RobotModel.from_urdf_file(path)
     relevant = [w for w in caught if issubclass(w.category, InertiaWarning)]
     assert len(relevant) == 1
-    assert any(__import__('re').search(WARN_URDFS[name], note) for note in model.warnings)
+    assert any(re.search(WARN_URDFS[name], note) for note in model.warnings)
     with pytest.raises(InertiaError, match=WARN_URDFS[name]):
         RobotModel.from_urdf_file(path, strict=True)
 

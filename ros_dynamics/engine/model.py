@@ -176,13 +176,14 @@ class RobotModel:
         """Model of the URDF text ``xml`` (e.g. the ``robot_description`` parameter).
 
         ``strict=True`` turns physically impossible inertials from warnings into
-        :class:`~ros_dynamics.engine.exceptions.InertiaError`. ``fill_inertials_density``
+        :class:`~ros_dynamics.engine.exceptions.InertiaError`, and a ``<mimic>`` of an unknown
+        joint into a :class:`~ros_dynamics.engine.exceptions.UrdfError`. ``fill_inertials_density``
         [kg/m^3] (off by default) gives links moved by joints that have no ``<inertial>`` the
         mass properties of their collision (else visual) geometry at that density, noted in
         :attr:`warnings`; mesh paths resolve against ``base_dir`` and ``mesh_search_paths``.
         """
         name, links, joints, notes = parse_urdf(
-            xml, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
+            xml, strict=strict, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
             mesh_search_paths=mesh_search_paths)
         return cls(links, joints, name=name, strict=strict, notes=notes)
 

@@ -1,14 +1,20 @@
-"""Robot descriptions from URDF: parsing with urdf_parser_py, validation on top.
+"""Robot descriptions from URDF: one pass over the XML, validated element by element.
 
-urdf_parser_py is lenient (unknown tags only print, missing limit bounds default to 0, duplicate
-names overwrite each other, numbers are not checked), so the XML is checked here first, element by
-element, and every fault raises :class:`UrdfError` naming the element. What passes is turned into
-the :class:`~ros_dynamics.engine.tree.LinkSpec` / :class:`~ros_dynamics.engine.tree.JointSpec`
-records the model is built from.
+The text is parsed once (``xml.etree``, which refuses external entities and entity expansion
+bombs), every number is checked where it is read, and every fault raises :class:`UrdfError`
+naming the element. What passes becomes the :class:`~ros_dynamics.engine.tree.LinkSpec` /
+:class:`~ros_dynamics.engine.tree.JointSpec` records the model is built from.
+
+Lenient where Pinocchio's URDF reader is, each leniency noted in the model's warnings: whitespace
+before the XML declaration; a default namespace on ``<robot>``; prefixes never declared
+(``drake:`` attributes, leftover ``xacro:`` tags), whose elements and attributes are ignored;
+an ``<inertial>`` with a mass but no ``<inertia>`` (a point mass); a ``<mimic>`` of a joint that
+does not exist (the joint stays independent; an error with ``strict``). Tags the model does not
+read (geometry, transmissions, simulator extensions) are ignored silently.
 """
-import contextlib
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -16,6 +22,9 @@ import numpy as np
 from .exceptions import DynamicsError, UrdfError
 from .rotations import matrix_from_rpy
 from .tree import JOINT_TYPES, MOVING_TYPES, Inertial, JointSpec, LinkSpec, MimicSpec, moved_links
+
+_PREFIXED = re.compile(r'</?([A-Za-z_][\w.-]*):[A-Za-z_]|\s([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*\s*=')
+_DECLARED = re.compile(r'xmlns:([A-Za-z_][\w.-]*)\s*=')
 
 
 def read_urdf_file(path):
@@ -27,35 +36,191 @@ def read_urdf_file(path):
         raise UrdfError(f'cannot read URDF file {os.fspath(path)!r}: {err}') from err
 
 
-def parse_urdf(xml, *, fill_inertials_density=None, base_dir=None, mesh_search_paths=()):
+def parse_urdf(xml, *, strict=False, fill_inertials_density=None, base_dir=None,
+               mesh_search_paths=()):
     """Parse URDF text into ``(robot_name, links, joints, notes)``.
 
-    ``notes`` lists, with ``fill_inertials_density`` [kg/m^3], the links moved by joints that had
-    no ``<inertial>`` and got one from their collision (else visual) geometry (empty
-    otherwise); mesh URIs are resolved against ``base_dir`` and ``mesh_search_paths``. Tags the
-    model does not read (geometry, transmissions, simulator extensions) are ignored silently.
-    Raises :class:`UrdfError` for anything that is not a well-formed, numerically valid
-    description.
+    ``notes`` lists the leniencies applied (see the module docstring) and, with
+    ``fill_inertials_density`` [kg/m^3], the links moved by joints that had no ``<inertial>``
+    and got one from their collision (else visual) geometry; mesh URIs are resolved against
+    ``base_dir`` and ``mesh_search_paths``. Raises :class:`UrdfError` for anything that is not a
+    well-formed, numerically valid description.
     """
     if not isinstance(xml, str):
         raise UrdfError(f'robot description: expected URDF text (str), got {type(xml).__name__}')
     if not xml.strip():
         raise UrdfError('robot description is empty')
+    notes = []
+    root = _parse_xml(xml.lstrip(), notes)
+    _check_names(root)
+    links = [LinkSpec(link.get('name'), _inertial(link, notes)) for link in root.findall('link')]
+    joints = [_joint_spec(joint) for joint in root.findall('joint')]
+    joints = _drop_unknown_mimics(joints, strict, notes)
+    if fill_inertials_density is not None:
+        links, filled = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
+                                        mesh_search_paths)
+        notes += filled
+    return root.get('name', ''), links, joints, notes
+
+
+def _parse_xml(xml, notes):
+    """The ``<robot>`` element, namespaces resolved (see the module docstring)."""
+    declared = set(_DECLARED.findall(xml))
+    undeclared = sorted({p for pair in _PREFIXED.findall(xml) for p in pair if p}
+                        - declared - {'xml', 'xmlns'})
+    if undeclared:
+        declarations = ''.join(f' xmlns:{p}="urn:ros-dynamics:undeclared:{p}"'
+                               for p in undeclared)
+        xml, count = re.subn(r'<robot(?=[\s>/])', '<robot' + declarations, xml, count=1)
+        if count:
+            notes.append(f'ignored elements and attributes of undeclared XML prefixes '
+                         f'{undeclared}')
     try:
         root = ET.fromstring(xml)
     except ET.ParseError as err:
         raise UrdfError(f'robot description is not valid XML: {err}') from None
+    if root.tag.startswith('{'):
+        namespace = root.tag[:root.tag.index('}') + 1]
+        for elem in root.iter():
+            if isinstance(elem.tag, str) and elem.tag.startswith(namespace):
+                elem.tag = elem.tag[len(namespace):]
     if root.tag != 'robot':
         raise UrdfError(f'robot description: root element is <{root.tag}>, expected <robot>')
-    _validate_xml(root)
-    robot = _parse_with_urdf_parser_py(_kinematic_xml(root))
-    links = [LinkSpec(link.name, _inertial(link)) for link in robot.links]
-    joints = [_joint_spec(j) for j in robot.joints]
-    notes = []
-    if fill_inertials_density is not None:
-        links, notes = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
-                                       mesh_search_paths)
-    return robot.name or '', links, joints, notes
+    return root
+
+
+def _check_names(root):
+    seen = {'link': set(), 'joint': set()}
+    for kind in ('link', 'joint'):
+        for elem in root.findall(kind):
+            name = elem.get('name')
+            if not name:
+                raise UrdfError(f'a <{kind}> has no name attribute')
+            if name in seen[kind]:
+                raise UrdfError(f'duplicate {kind} name {name!r}')
+            seen[kind].add(name)
+    if not seen['link']:
+        raise UrdfError('the robot has no <link>')
+
+
+def _numbers(elem, attr, count, where, required=False, default=None):
+    """The ``count`` numbers of an attribute (a list; one number unwrapped), or ``default``."""
+    text = elem.get(attr)
+    if text is None:
+        if required:
+            raise UrdfError(f'{where}: <{elem.tag}> is missing attribute {attr!r}')
+        return default
+    parts = text.split()
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: expected {count} number(s)') \
+            from None
+    if len(values) != count:
+        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: expected {count} number(s), '
+                        f'got {len(values)}')
+    if not all(math.isfinite(v) for v in values):
+        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: numbers must be finite')
+    return values[0] if count == 1 else values
+
+
+def _pose(parent, where):
+    """``T`` (4, 4) of the ``<origin>`` child of ``parent`` (identity when there is none)."""
+    T = np.eye(4)
+    origin = parent.find('origin')
+    if origin is not None:
+        T[:3, :3] = matrix_from_rpy(_numbers(origin, 'rpy', 3, where, default=[0.0] * 3))
+        T[:3, 3] = _numbers(origin, 'xyz', 3, where, default=[0.0] * 3)
+    return T
+
+
+def _inertial(link, notes):
+    inertial = link.find('inertial')
+    if inertial is None:
+        return None
+    where = f'link {link.get("name")!r} <inertial>'
+    T = _pose(inertial, where)
+    mass = inertial.find('mass')
+    if mass is None:
+        raise UrdfError(f'{where}: missing <mass>')
+    m = _numbers(mass, 'value', 1, where, required=True)
+    inertia = inertial.find('inertia')
+    if inertia is None:
+        notes.append(f'link {link.get("name")!r}: <inertial> without <inertia>, taken as a '
+                     'point mass')
+        I_bar = np.zeros((3, 3))
+    else:
+        xx, xy, xz, yy, yz, zz = (_numbers(inertia, key, 1, where, required=True)
+                                  for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'))
+        I_bar = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    R = T[:3, :3]
+    return Inertial(mass=m, com=T[:3, 3].copy(), inertia=R @ I_bar @ R.T)
+
+
+def _joint_spec(joint):
+    name = joint.get('name')
+    where = f'joint {name!r}'
+    jtype = joint.get('type')
+    if jtype is None:
+        raise UrdfError(f'{where}: missing type attribute')
+    if jtype not in JOINT_TYPES:
+        raise UrdfError(f'{where}: unsupported type {jtype!r}; supported types: '
+                        f'{", ".join(JOINT_TYPES)} (floating and planar joints are not '
+                        'supported: the URDF root link is the fixed base)')
+    links = {}
+    for role in ('parent', 'child'):
+        elem = joint.find(role)
+        if elem is None or not elem.get('link'):
+            raise UrdfError(f'{where}: missing <{role} link="...">')
+        links[role] = elem.get('link')
+    origin = _pose(joint, where)
+    axis_elem = joint.find('axis')
+    axis = np.array([1.0, 0.0, 0.0]) if axis_elem is None else \
+        np.array(_numbers(axis_elem, 'xyz', 3, where, required=True))
+    norm = np.linalg.norm(axis)
+    if jtype != 'fixed' and norm > 0:
+        axis = axis / norm
+    limit = joint.find('limit')
+    if jtype in ('revolute', 'prismatic') and limit is None:
+        raise UrdfError(f'{where}: a {jtype} joint needs a <limit> element')
+    lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
+    if limit is not None and jtype in MOVING_TYPES:
+        velocity = _numbers(limit, 'velocity', 1, where, required=True)
+        effort = _numbers(limit, 'effort', 1, where, required=True)
+        if jtype != 'continuous':
+            lower = _numbers(limit, 'lower', 1, where, default=0.0)
+            upper = _numbers(limit, 'upper', 1, where, default=0.0)
+    damping = friction = 0.0
+    dynamics = joint.find('dynamics')
+    if dynamics is not None:
+        damping = _numbers(dynamics, 'damping', 1, where, default=0.0)
+        friction = _numbers(dynamics, 'friction', 1, where, default=0.0)
+    mimic = None
+    mimic_elem = joint.find('mimic')
+    if mimic_elem is not None:
+        if not mimic_elem.get('joint'):
+            raise UrdfError(f'{where}: <mimic> is missing attribute \'joint\'')
+        mimic = MimicSpec(joint=mimic_elem.get('joint'),
+                          multiplier=_numbers(mimic_elem, 'multiplier', 1, where, default=1.0),
+                          offset=_numbers(mimic_elem, 'offset', 1, where, default=0.0))
+    return JointSpec(name=name, type=jtype, parent=links['parent'], child=links['child'],
+                     origin=origin, axis=axis, lower=lower, upper=upper, velocity=velocity,
+                     effort=effort, damping=damping, friction=friction, mimic=mimic)
+
+
+def _drop_unknown_mimics(joints, strict, notes):
+    """Joints whose ``<mimic>`` names no joint: made independent (an error when ``strict``)."""
+    names = {j.name for j in joints}
+    out = []
+    for j in joints:
+        if j.mimic is not None and j.mimic.joint not in names:
+            message = f'joint {j.name!r}: <mimic> names unknown joint {j.mimic.joint!r}'
+            if strict:
+                raise UrdfError(message)
+            notes.append(message + '; the joint is independent')
+            j = JointSpec(**{**j.__dict__, 'mimic': None})
+        out.append(j)
+    return out
 
 
 def _fill_inertials(root, links, joints, density, base_dir, search_paths):
@@ -80,183 +245,3 @@ def _fill_inertials(root, links, joints, density, base_dir, search_paths):
         notes.append(f'filled the missing inertial of link {name!r} from its geometry '
                      f'(density {density:g} kg/m^3): mass {mp.mass:.4g} kg')
     return [LinkSpec(link.name, filled.get(link.name, link.inertial)) for link in links], notes
-
-
-def _kinematic_xml(root):
-    """The description reduced to what the model reads: links with their inertials, joints.
-
-    Geometry, materials, transmissions and simulator tags are dropped, so that an old-style
-    ``<transmission>`` or an exotic ``<geometry>`` cannot make the parser refuse a robot whose
-    kinematics and dynamics are valid.
-    """
-    reduced = ET.Element('robot', {'name': root.get('name', '')})
-    for link in root.findall('link'):
-        kept = ET.SubElement(reduced, 'link', {'name': link.get('name')})
-        inertial = link.find('inertial')
-        if inertial is not None:
-            kept.append(inertial)
-    for joint in root.findall('joint'):
-        reduced.append(joint)
-    return ET.tostring(reduced, encoding='unicode')
-
-
-def _parse_with_urdf_parser_py(xml):
-    from urdf_parser_py import xml_reflection
-    from urdf_parser_py.urdf import URDF
-
-    core = xml_reflection.core
-    previous = core.on_error
-    core.on_error = lambda message: None     # unknown tags: the XML was validated above
-    try:
-        with open(os.devnull, 'w') as devnull, contextlib.redirect_stderr(devnull):
-            robot = URDF.from_xml_string(xml)
-    except Exception as err:  # noqa: BLE001 -- any parser failure becomes a typed error
-        raise UrdfError(f'robot description rejected by urdf_parser_py: {err}') from None
-    finally:
-        core.on_error = previous
-    return robot
-
-
-# --- XML validation ----------------------------------------------------------------------------
-
-def _numbers(elem, attr, count, where, required=False, default=None):
-    text = elem.get(attr)
-    if text is None:
-        if required:
-            raise UrdfError(f'{where}: <{elem.tag}> is missing attribute {attr!r}')
-        return default
-    parts = text.split()
-    try:
-        values = [float(p) for p in parts]
-    except ValueError:
-        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: expected {count} number(s)') \
-            from None
-    if len(values) != count:
-        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: expected {count} number(s), '
-                        f'got {len(values)}')
-    if not all(math.isfinite(v) for v in values):
-        raise UrdfError(f'{where}: <{elem.tag} {attr}="{text}">: numbers must be finite')
-    return values
-
-
-def _validate_origin(parent, where):
-    origin = parent.find('origin')
-    if origin is not None:
-        _numbers(origin, 'xyz', 3, where)
-        _numbers(origin, 'rpy', 3, where)
-
-
-def _validate_xml(root):
-    seen = {'link': set(), 'joint': set()}
-    for kind in ('link', 'joint'):
-        for elem in root.findall(kind):
-            name = elem.get('name')
-            if not name:
-                raise UrdfError(f'a <{kind}> has no name attribute')
-            if name in seen[kind]:
-                raise UrdfError(f'duplicate {kind} name {name!r}')
-            seen[kind].add(name)
-    if not seen['link']:
-        raise UrdfError('the robot has no <link>')
-    for link in root.findall('link'):
-        inertial = link.find('inertial')
-        if inertial is None:
-            continue
-        where = f'link {link.get("name")!r} <inertial>'
-        _validate_origin(inertial, where)
-        mass = inertial.find('mass')
-        if mass is None:
-            raise UrdfError(f'{where}: missing <mass>')
-        _numbers(mass, 'value', 1, where, required=True)
-        inertia = inertial.find('inertia')
-        if inertia is None:
-            raise UrdfError(f'{where}: missing <inertia>')
-        for key in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz'):
-            _numbers(inertia, key, 1, where, required=True)
-    for joint in root.findall('joint'):
-        name = joint.get('name')
-        where = f'joint {name!r}'
-        jtype = joint.get('type')
-        if jtype is None:
-            raise UrdfError(f'{where}: missing type attribute')
-        if jtype not in JOINT_TYPES:
-            raise UrdfError(f'{where}: unsupported type {jtype!r}; supported types: '
-                            f'{", ".join(JOINT_TYPES)} (floating and planar joints are not '
-                            'supported: the URDF root link is the fixed base)')
-        for role in ('parent', 'child'):
-            elem = joint.find(role)
-            if elem is None or not elem.get('link'):
-                raise UrdfError(f'{where}: missing <{role} link="...">')
-        _validate_origin(joint, where)
-        axis = joint.find('axis')
-        if axis is not None:
-            _numbers(axis, 'xyz', 3, where, required=True)
-        limit = joint.find('limit')
-        if jtype in ('revolute', 'prismatic') and limit is None:
-            raise UrdfError(f'{where}: a {jtype} joint needs a <limit> element')
-        if limit is not None and jtype in MOVING_TYPES:
-            for key in ('lower', 'upper'):
-                _numbers(limit, key, 1, where)
-            for key in ('effort', 'velocity'):
-                _numbers(limit, key, 1, where, required=True)
-        dynamics = joint.find('dynamics')
-        if dynamics is not None:
-            for key in ('damping', 'friction'):
-                _numbers(dynamics, key, 1, where)
-        mimic = joint.find('mimic')
-        if mimic is not None:
-            if not mimic.get('joint'):
-                raise UrdfError(f'{where}: <mimic> is missing attribute \'joint\'')
-            for key in ('multiplier', 'offset'):
-                _numbers(mimic, key, 1, where)
-
-
-# --- conversion to specs -----------------------------------------------------------------------
-
-def _pose(origin):
-    T = np.eye(4)
-    if origin is not None:
-        T[:3, :3] = matrix_from_rpy(origin.rpy if origin.rpy is not None else [0.0] * 3)
-        T[:3, 3] = origin.xyz if origin.xyz is not None else [0.0] * 3
-    return T
-
-
-def _inertial(link):
-    inertial = link.inertial
-    if inertial is None:
-        return None
-    T = _pose(inertial.origin)
-    R = T[:3, :3]
-    I_bar = np.array(inertial.inertia.to_matrix(), dtype=float) if inertial.inertia is not None \
-        else np.zeros((3, 3))
-    return Inertial(mass=float(inertial.mass), com=T[:3, 3].copy(), inertia=R @ I_bar @ R.T)
-
-
-def _joint_spec(j):
-    axis = np.array(j.axis if j.axis is not None else [1.0, 0.0, 0.0], dtype=float)
-    norm = np.linalg.norm(axis)
-    if j.type != 'fixed' and norm > 0:
-        axis = axis / norm
-    limit = j.limit
-    lower, upper = -np.inf, np.inf
-    velocity = effort = np.inf
-    if limit is not None:
-        velocity = float(limit.velocity) if limit.velocity is not None else np.inf
-        effort = float(limit.effort) if limit.effort is not None else np.inf
-        if j.type != 'continuous':
-            lower = float(limit.lower) if limit.lower is not None else 0.0
-            upper = float(limit.upper) if limit.upper is not None else 0.0
-    damping = friction = 0.0
-    if j.dynamics is not None:
-        damping = float(j.dynamics.damping or 0.0)
-        friction = float(j.dynamics.friction or 0.0)
-    mimic = None
-    if j.mimic is not None:
-        m = j.mimic
-        mimic = MimicSpec(joint=m.joint,
-                          multiplier=1.0 if m.multiplier is None else float(m.multiplier),
-                          offset=0.0 if m.offset is None else float(m.offset))
-    return JointSpec(name=j.name, type=j.type, parent=j.parent, child=j.child,
-                     origin=_pose(j.origin), axis=axis, lower=lower, upper=upper,
-                     velocity=velocity, effort=effort, damping=damping, friction=friction,
-                     mimic=mimic)
