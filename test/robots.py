@@ -2,6 +2,9 @@
 import glob
 import os
 import sysconfig
+import warnings
+
+from ros_dynamics.engine import RobotModel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_ARM = os.path.join(REPO, 'ros_dynamics', 'robots', 'demo_arm.urdf')
@@ -22,6 +25,13 @@ def erd(relative):
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
     return path
+
+
+def load(path):
+    """Model of a URDF file, its inertia warnings silenced (the catalogue tests check them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return RobotModel.from_urdf_file(path)
 
 
 def all_example_urdfs():

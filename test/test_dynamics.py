@@ -2,13 +2,12 @@
 
 Checked against Pinocchio on real robots and by cross-algorithm identities.
 """
-import warnings
 
 import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Reference, random_state
 import pytest
-from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, erd
+from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, erd, load
 
 from ros_dynamics.engine import (
     InvalidInputError,
@@ -18,12 +17,6 @@ from ros_dynamics.engine import (
     ShapeError,
     rnea_batch,
 )
-
-
-def load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return RobotModel.from_urdf_file(path)
 
 
 def rel_close(actual, desired, rtol=1e-9):

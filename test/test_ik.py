@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd
+from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd, load
 
 from ros_dynamics.engine import (
     IKSolver,
@@ -20,12 +20,6 @@ from ros_dynamics.engine.ik_chain import Chain
 from ros_dynamics.engine.ik_seeds import ROTATION_LENGTH, SeedTable
 from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
 from ros_dynamics.engine.rotations import exp_so3, log_so3
-
-
-def load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return RobotModel.from_urdf_file(path)
 
 
 def random_reachable(model, rng, tip):

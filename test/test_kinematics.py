@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Reference, random_state
 import pytest
-from robots import COMPARED, DEMO_ARM, TREE_URDF, all_example_urdfs, erd
+from robots import COMPARED, DEMO_ARM, TREE_URDF, all_example_urdfs, erd, load
 
 from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UrdfError
 from ros_dynamics.engine.rotations import log_so3
@@ -16,12 +16,6 @@ from ros_dynamics.engine.spatial import exp_se3
 
 CONVENTIONS = {'world': pin.WORLD, 'local': pin.LOCAL,
                'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
-
-
-def load(path):
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return RobotModel.from_urdf_file(path)
 
 
 @pytest.fixture(scope='module', params=COMPARED)
