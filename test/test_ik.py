@@ -15,8 +15,8 @@ from ros_dynamics.engine import (
     ShapeError,
     UnknownFrameError,
 )
-from ros_dynamics.engine.ik import pose_error
 from ros_dynamics.engine.ik_chain import Chain
+from ros_dynamics.engine.ik_search import pose_error
 from ros_dynamics.engine.ik_seeds import ROTATION_LENGTH, SeedTable
 from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
 from ros_dynamics.engine.rotations import exp_so3, log_so3

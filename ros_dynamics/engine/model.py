@@ -8,8 +8,9 @@ attribute can be assigned but one: :attr:`RobotModel.settings`, the run-time
 friction), replaced as a whole in one assignment. Algorithms live in their own modules, take the
 model as an argument and never modify it; per-call results live in a
 :class:`~ros_dynamics.engine.kinematics.KinematicState`, per-solver state in an
-:class:`~ros_dynamics.engine.ik.IKSolver`. The methods below are one-line entry points into
-those modules.
+:class:`~ros_dynamics.engine.ik.IKSolver`. The algorithm methods a model offers
+(``m.gravity_torques(q)``, ...) are one-line entry points into those modules, written apart in
+:mod:`~ros_dynamics.engine.entry_points`.
 
 Frames: *world* is the fixed frame every pose, Jacobian and wrench refers to; for these
 fixed-base models it is the frame of the URDF root link (:attr:`RobotModel.root_link`).
@@ -26,8 +27,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import aba, crba, jacobians, kinematics, rnea, rnea_batch
+from . import kinematics
 from .dh import specs_from_dh
+from .entry_points import AlgorithmEntryPoints
 from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
 from .joints import X as X_TERM
 from .rotations import matrix_z_to
@@ -44,7 +46,7 @@ def _frozen(a, dtype=float):
     return a
 
 
-class RobotModel:
+class RobotModel(AlgorithmEntryPoints):
     """Kinematic tree of a fixed-base robot with its dynamic parameters (see the module
     docstring).
 
@@ -366,151 +368,3 @@ class RobotModel:
         link and links fixed to it) is not counted, as in Pinocchio.
         """
         return float(np.sum(self._settings.body_mass[1:]))
-
-    # --- kinematics ---------------------------------------------------------------------------
-
-    def kinematics(self, q: ArrayLike, qd: Optional[ArrayLike] = None,
-                   qdd: Optional[ArrayLike] = None) -> kinematics.KinematicState:
-        """One forward-kinematics pass (:class:`~ros_dynamics.engine.kinematics.KinematicState`)
-        to read several results from.
-        """
-        return kinematics.forward_kinematics(self, q, qd, qdd)
-
-    def frame_pose(self, q: ArrayLike, frame) -> np.ndarray:
-        """``T_world_frame`` (..., 4, 4): pose of ``frame`` in the world frame."""
-        return self.kinematics(q).frame_pose(frame)
-
-    def frame_poses(self, q: ArrayLike) -> np.ndarray:
-        """``T_world_frame`` of every frame (..., n_frames, 4, 4), in :attr:`frame_names`
-        order.
-        """
-        return self.kinematics(q).frame_poses()
-
-    def jacobian(self, q: ArrayLike, frame, expressed_in: str = 'local_world_aligned',
-                 point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Geometric Jacobian (..., 6, nq) of ``frame`` (rows ``[linear; angular]``); see
-        :mod:`ros_dynamics.engine.jacobians` for the three conventions.
-        """
-        return jacobians.frame_jacobian(self.kinematics(q), frame, expressed_in, point)
-
-    def jacobian_time_derivative(self, q: ArrayLike, qd: ArrayLike, frame,
-                                 expressed_in: str = 'local_world_aligned',
-                                 point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Time derivative (..., 6, nq) of :meth:`jacobian` along the motion (q, qd)."""
-        return jacobians.jacobian_time_derivative(self.kinematics(q, qd), frame, expressed_in,
-                                                  point)
-
-    def jacobian_drift(self, q: ArrayLike, qd: ArrayLike, frame,
-                       expressed_in: str = 'local_world_aligned',
-                       point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Drift term ``Jdot qd`` (..., 6): the acceleration at ``qdd = 0``."""
-        state = self.kinematics(q, qd)
-        Jdot = jacobians.jacobian_time_derivative(state, frame, expressed_in, point)
-        return (Jdot @ state.qd[..., None])[..., 0]
-
-    def frame_twist(self, q: ArrayLike, qd: ArrayLike, frame,
-                    expressed_in: str = 'local_world_aligned',
-                    point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Twist (..., 6) ``[v; w]`` of ``frame`` in the chosen convention."""
-        return jacobians.frame_velocity(self.kinematics(q, qd), frame, expressed_in, point)
-
-    def frame_acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, frame,
-                           expressed_in: str = 'local_world_aligned',
-                           point: Optional[ArrayLike] = None,
-                           kind: str = 'classical') -> np.ndarray:
-        """Acceleration (..., 6) of ``frame``; classical by default (linear part = p'')."""
-        return jacobians.frame_acceleration(self.kinematics(q, qd, qdd), frame, expressed_in,
-                                            point, kind)
-
-    def relative_motion(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, frame_i, frame_j,
-                        observer, expressed_in) -> kinematics.RelativeMotion:
-        """Motion of ``frame_i`` relative to ``frame_j`` as observed from the moving frame
-        ``observer`` and expressed in the axes of ``expressed_in``
-        (:class:`~ros_dynamics.engine.kinematics.RelativeMotion`).
-        """
-        return kinematics.relative_motion(self.kinematics(q, qd, qdd), frame_i, frame_j,
-                                          observer, expressed_in)
-
-    # --- dynamics -----------------------------------------------------------------------------
-
-    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
-                         f_ext: Optional[dict[str, ArrayLike]] = None, *,
-                         f_ext_frame: str = 'world', friction: bool = False) -> np.ndarray:
-        """Joint torques/forces (..., nq) for the motion (q, qd, qdd) by Newton-Euler (RNEA).
-
-        ``f_ext``: dict frame -> wrench ``[force; torque]`` (6,) or (..., 6) [N, N m] applied to
-        that frame, expressed in the world frame at the frame's origin
-        (``f_ext_frame='world'``) or in the frame's own axes (``'local'``). ``friction=True``
-        adds the settings' viscous damping and Coulomb friction.
-
-        Many states at once (a trajectory) without ``f_ext`` run through
-        :mod:`~ros_dynamics.engine.rnea_batch`, which is built for long batches.
-        """
-        q = kinematics.as_joint_vector(self, q, 'q')
-        states = q[..., 0].size if self.nq else 0
-        if f_ext or q.ndim < 2 or states < rnea_batch.min_states(self):
-            state = kinematics.forward_kinematics(self, q, qd, qdd, check=False)  # q checked
-            return rnea.inverse_dynamics(self, state, f_ext, f_ext_frame, friction=friction)
-        batch = q.shape[:-1]
-        qd = kinematics.as_joint_vector(self, qd, 'qd', batch)
-        qdd = kinematics.as_joint_vector(self, qdd, 'qdd', batch)
-        tau = rnea_batch.inverse_dynamics(self, q.reshape(states, self.nq),
-                                          qd.reshape(states, self.nq),
-                                          qdd.reshape(states, self.nq), friction=friction)
-        return tau.reshape(q.shape)
-
-    def gravity_torques(self, q: ArrayLike) -> np.ndarray:
-        """Torques (..., nq) that hold the robot still against gravity (payloads included)."""
-        return rnea.gravity_torques(self, self.kinematics(q))
-
-    def bias_torques(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
-        """Coriolis, centrifugal and gravity torques ``C(q, qd) qd + g(q)`` (..., nq)."""
-        return rnea.bias_torques(self, self.kinematics(q, qd))
-
-    def coriolis_matrix(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
-        """Coriolis matrix (..., nq, nq) with ``C qd`` the velocity torques and ``Mdot - 2C``
-        skew-symmetric (the Christoffel-symbol factorisation).
-        """
-        return crba.coriolis_matrix(self, self.kinematics(q, qd))
-
-    def mass_matrix(self, q: ArrayLike) -> np.ndarray:
-        """Joint-space mass matrix (..., nq, nq), full and symmetric (CRBA), rotor inertia on
-        the diagonal.
-        """
-        return crba.mass_matrix(self, self.kinematics(q))
-
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
-                         f_ext: Optional[dict[str, ArrayLike]] = None, *,
-                         f_ext_frame: str = 'world', friction: bool = False) -> np.ndarray:
-        """Joint accelerations (..., nq) for torques ``tau`` (articulated-body algorithm)."""
-        return aba.forward_dynamics(self, self.kinematics(q, qd), tau, f_ext, f_ext_frame,
-                                    friction=friction)
-
-    def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
-        """Kinetic energy [J] (...,) of the motion (rotor inertia included)."""
-        return rnea.kinetic_energy(self, self.kinematics(q, qd))
-
-    def potential_energy(self, q: ArrayLike) -> np.ndarray:
-        """Gravitational potential energy [J] (...,), zero at the world origin."""
-        return rnea.potential_energy(self, self.kinematics(q))
-
-    def center_of_mass(self, q: ArrayLike) -> np.ndarray:
-        """Center of mass (..., 3) [m] of the moving bodies (see :attr:`total_mass`) in the
-        world frame.
-        """
-        return rnea.center_of_mass(self, self.kinematics(q))
-
-    def center_of_mass_jacobian(self, q: ArrayLike) -> np.ndarray:
-        """Jacobian (..., 3, nq) of :meth:`center_of_mass`."""
-        return rnea.center_of_mass_jacobian(self, self.kinematics(q))
-
-    def wrench_torques(self, q: ArrayLike, frame, wrench: ArrayLike,
-                       expressed_in: str = 'local_world_aligned') -> np.ndarray:
-        """Joint torques ``J^T F`` (..., nq) that hold the wrench ``F = [force; torque]`` [N, N m]
-        exerted *by* the robot at ``frame`` (``J`` in the same convention as the wrench).
-        """
-        J = self.jacobian(q, frame, expressed_in)
-        F = kinematics.as_finite_array(wrench, 'wrench')
-        if F.shape[-1:] != (6,):
-            raise ShapeError(f'wrench: expected 6 values [force; torque], got shape {F.shape}')
-        return (np.swapaxes(J, -1, -2) @ F[..., None])[..., 0]

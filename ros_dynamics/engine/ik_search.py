@@ -1,0 +1,303 @@
+"""The IK search: damped least squares from several starting points at once.
+
+Iteration (Levenberg-Marquardt with Sugihara's damping, *Solvability-unconcerned inverse
+kinematics by the Levenberg-Marquardt method*, 2011): with the pose error
+``e = [p_target - p; log(R_target R^T)]`` (world axes), the weights ``W`` and
+``E = e^T W e / 2``, each step solves ``(J^T W J + (E + lambda_0) I) dq = J^T W e`` -- the damping
+grows with the error, so steps stay short far from the target and near singularities, and
+vanish at convergence (quadratic convergence). Every iterate is clipped into the joint limits
+(continuous joints are unbounded), and a joint at a limit that the step would push further out
+is held for that step (its column dropped), so the other joints take the whole step -- the
+active-set treatment of bounds. For redundant arms the seed's row also moves toward the seed
+inside the null space of the task (a right-hand side ``g lambda (q_seed - q)``: in the null space
+the step is ``g (q_seed - q)``, across it almost nothing), so solutions stay close to where the
+robot is.
+
+Only the joints that move the tip are searched (:class:`~ros_dynamics.engine.ik_chain.Chain`);
+the others keep the seed's values. Rows advanced together in one vectorised iteration: the
+seed's, and starting points from the frame's seed table (:mod:`~ros_dynamics.engine.ik_seeds`,
+the configurations whose poses are nearest the target) when :meth:`IKSolver.prepare` built one,
+else random ones;
+once those run out, alternately random ones inside the limits and ones near the best
+configuration so far. A row that converges, stalls or runs out of iterations is replaced while
+the others step on, until enough solutions are found or the deadline passes (monotonic clock).
+Only a configuration whose errors are within both tolerances is a success; otherwise the best
+one found is returned with ``success=False``.
+"""
+import time
+
+import numpy as np
+
+from .rotations import log_so3
+
+_LAMBDA0 = 1e-6          # damping floor
+_DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
+_MAX_ITERATIONS = 12     # per attempt, before a restart
+_STALL = 4               # iterations without a 0.1 % improvement before a restart
+_BATCH = 8               # rows advanced together (the seed and other starting points)
+_NULLSPACE_GAIN = 0.3
+_SIGMA = 0.3             # spread [rad or m] of the restarts drawn near the best so far
+_DRAWS = 64              # random starting points drawn at a time
+_SEED_GRACE = 3          # iterations the seed's row may still take once a solution is found
+_DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
+_CLOSE = 1e-4            # cost of a row that is about to converge (errors ~1 cm, rad) ...
+_FAST = 0.01             # ... when its last step also cut its cost by this factor or more
+_QUEUED = 16             # seed-table configurations queued for restarts
+
+
+_TWO_PI = 2.0 * np.pi
+# Squared errors (B, 6) times this: |position error|^2, |angle|^2 and the cost e^T e / 2.
+_SUMS = np.zeros((6, 3))
+_SUMS[:3, 0] = _SUMS[3:, 1] = 1.0
+_SUMS[:, 2] = 0.5
+
+
+def pose_error(T, T_target):
+    """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
+    (4, 4), (B, 6) for poses (B, 4, 4).
+    """
+    T, T_target = np.asarray(T, dtype=float), np.asarray(T_target, dtype=float)
+    if T.ndim == 2:
+        return pose_error(T[None], T_target)[0]
+    e = _PoseError(T_target)(T).copy()
+    # Near pi the skew part fixes the angle but not the axis: take the full logarithm there.
+    far = np.einsum('ij,ij->i', e[:, 3:], e[:, 3:]) > 2.5 ** 2
+    if far.any():
+        e[far, 3:] = log_so3(T_target[:3, :3] @ np.swapaxes(T[far, :3, :3], 1, 2))
+    return e
+
+
+def _pose_error_rows():
+    """``M = P + vec(R_target) Q`` (16, 7) of :class:`_PoseError`: ``P`` maps ``vec(T)`` to
+    ``-p`` and the constant ``-1/2`` (through ``T[3, 3] = 1``); ``Q`` (9, 112) maps the target's
+    rotation to the rows giving ``s / 2`` and ``trace / 2``.
+    """
+    P = np.zeros((16, 7))
+    P[[3, 7, 11], [0, 1, 2]] = -1.0
+    P[15, 6] = -0.5
+    Q = np.zeros((3, 3, 16, 7))
+    for i, (j, k) in enumerate(((2, 1), (0, 2), (1, 0))):
+        # s_i = (R_t R^T)[j, k] - (R_t R^T)[k, j] = sum_c R_t[j, c] R[k, c] - R_t[k, c] R[j, c]
+        for c in range(3):
+            Q[j, c, 4 * k + c, 3 + i] += 0.5
+            Q[k, c, 4 * j + c, 3 + i] -= 0.5
+    for r in range(3):
+        for c in range(3):
+            Q[r, c, 4 * r + c, 6] = 0.5          # the trace: sum of R_t[r, c] R[r, c]
+    return P.ravel(), Q.reshape(9, 112)
+
+
+_POSITION_ROWS, _ROTATION_ROWS = _pose_error_rows()
+
+
+class _PoseError:
+    """Pose error against one target for a batch of poses in one matrix product.
+
+    ``vec(T) M`` gives ``p_target - p``, ``sin(angle) axis`` (half the vector of the skew part
+    of ``R_target R^T``) and ``cos(angle) = (trace - 1) / 2`` -- all affine in the entries of
+    ``T``, whose last one is 1.
+    """
+
+    def __init__(self, T_target):
+        self.M = (_POSITION_ROWS + T_target[:3, :3].ravel() @ _ROTATION_ROWS).reshape(16, 7)
+        self.M[15, :3] = T_target[:3, 3]
+
+    def __call__(self, T):
+        """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
+        out = T.reshape(len(T), 16) @ self.M
+        s = out[:, 3:6]
+        sin = np.sqrt(np.einsum('ij,ij->i', s, s))
+        s *= (np.arctan2(sin, out[:, 6]) / np.maximum(sin, 1e-300))[:, None]
+        return out[:, :6]
+
+
+class Search:
+    """State of one IK search: a batch of configurations of the joints that move the tip,
+    advanced together.
+
+    Row 0 starts at the seed and is pulled toward it in the task null space (redundant arms);
+    the other rows start at the seed table's configurations nearest the target (if the frame
+    has one, :meth:`IKSolver.prepare`) or at random inside the limits, and so does every
+    row that converges or stalls. Joints outside ``active`` (a mask over ``chain.moved``, None
+    for all) keep the seed's values: they are held in every step and every starting point.
+    """
+
+    def __init__(self, model, chain, table, T_target, q_seed, w, p_tol, o_tol, position_only,
+                 rng, active=None):
+        self.chain, self.error, self.rng_seed = chain, _PoseError(T_target), rng
+        #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed.
+        self.periodic = model.angular_joints & np.isinf(model.lower_limits)
+        self.q_seed = q_seed
+        self.inactive = None if active is None or active.all() else ~active
+        self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
+        weighted = bool(np.any(w != 1.0))
+        self.w = w if weighted else None
+        # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
+        self.sums = _SUMS
+        if weighted:
+            self.sums = _SUMS.copy()
+            self.sums[:, 2] *= w
+        a = self.active = chain.moved
+        task_rank = 3 if position_only else int(np.count_nonzero(w))
+        n_active = len(a) if self.inactive is None else int(np.count_nonzero(active))
+        self.redundant = n_active > task_rank
+        self.found = []
+        self.best = (np.inf, q_seed[a], np.inf, np.inf)
+        self.iterations = 0
+        self.attempts = _BATCH
+        X = self.X = np.empty((_BATCH, len(a)))
+        X[0] = np.minimum(np.maximum(q_seed[a], chain.clip_lower), chain.clip_upper)
+        chain.wrap(X[:1])
+        self.seed_x = X[0].copy()
+        self.seed_row = True             # row 0 still iterates from the seed
+        # Starting points queued for the other rows and their restarts: the table's nearest.
+        self.queue = table.nearest(T_target, _BATCH - 1 + _QUEUED, position_only) \
+            if table is not None else np.empty((0, len(a)))
+        self.rng = None                  # random starting points: drawn in blocks when needed
+        self.drawn = _DRAWS
+        X[1:] = self._fresh(_BATCH - 1)
+        self.best_cost = np.full(_BATCH, np.inf)
+        self.stall = np.zeros(_BATCH, dtype=int)
+        self.age = np.zeros(_BATCH, dtype=int)
+        self.waited = 0
+        self.seed_cost = np.inf          # row 0's cost at the previous iteration
+
+    def q(self, x):
+        """The full configuration for the values ``x`` of the searched joints, joints that
+        count modulo a turn moved by whole turns toward the seed while inside their limits.
+        """
+        q = self.q_seed.copy()
+        x = x.copy()
+        turns = self.chain.turns
+        if turns is not None:
+            seed = self.q_seed[self.active[turns]]
+            near = seed + (x[turns] - seed + np.pi) % _TWO_PI - np.pi
+            inside = (near >= self.chain.lower[turns]) & (near <= self.chain.upper[turns])
+            x[turns[inside]] = near[inside]
+        q[self.active] = x
+        return _near_seed(q, self.q_seed, self.periodic)
+
+    def run(self, deadline, max_solutions):
+        """Iterate until enough solutions or the deadline; returns True when timed out."""
+        X, m = self.X, self.X.shape[1]
+        while True:
+            T, JT = self.chain.evaluate(X)
+            e = self.error(T)
+            sums = (e * e) @ self.sums      # per row: |position error|^2, |angle|^2, cost
+            within = sums[:, :2] <= self.tol2
+            ok = within[:, 0] & within[:, 1]
+            cost = sums[:, 2]
+            self._record(ok, sums)
+            # Enough solutions -- but while the seed's own row is about to converge (close and
+            # closing in fast), give it a few more iterations: its solution is the one nearest
+            # the seed.
+            seed_cost, self.seed_cost = self.seed_cost, float(cost[0])
+            if len(self.found) >= max_solutions:
+                if not (self.seed_row and not ok[0] and cost[0] < _CLOSE
+                        and cost[0] < _FAST * seed_cost) or self.waited >= _SEED_GRACE:
+                    return False
+                self.waited += 1
+            if time.monotonic() >= deadline:
+                return True
+            done = self._progress(ok, cost)
+            JtW = JT if self.w is None else JT * self.w
+            rhs = JtW @ e[:, :, None]
+            # Joints at a limit that the gradient pushes outward are held (their columns
+            # dropped): the others then take the whole step instead of one clipped afterwards.
+            held = (X <= self.chain.clip_lower) & (rhs[..., 0] < 0.0)
+            held |= (X >= self.chain.clip_upper) & (rhs[..., 0] > 0.0)
+            if self.inactive is not None:
+                held |= self.inactive
+            if held.any():
+                free = ~held[..., None]
+                JT = JT * free
+                JtW = JtW * free
+                rhs *= free
+            A = JtW @ np.swapaxes(JT, 1, 2)
+            damping = _DAMPING * cost + _LAMBDA0
+            A.reshape(len(A), m * m)[:, ::m + 1] += damping[:, None]
+            if self.redundant and self.seed_row and not done[0]:
+                # Toward the seed with the step's own damping as weight: (A) dq = ... +
+                # g lambda (q_seed - q) moves by g (q_seed - q) in the task's null space and
+                # by almost nothing across it (the classic damped-least-squares secondary task).
+                rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.seed_x - X[0])
+            X += np.linalg.solve(A, rhs)[..., 0]
+            self.chain.wrap(X)
+            np.maximum(X, self.chain.clip_lower, out=X)
+            np.minimum(X, self.chain.clip_upper, out=X)
+            self.iterations += len(X)
+            if done.any():           # the other rows have stepped on meanwhile
+                self._restart(np.flatnonzero(done))
+
+    def _record(self, ok, sums):
+        if ok.any():
+            for i in np.flatnonzero(ok):
+                _add_solution(self.found, self.q(self.X[i]), *np.sqrt(sums[i, :2]))
+        k = int(np.argmin(sums[:, 2]))
+        if sums[k, 2] < self.best[0]:
+            self.best = (sums[k, 2], self.X[k].copy(), *np.sqrt(sums[k, :2]))
+
+    def _progress(self, ok, cost):
+        """Rows to restart (converged, stalled or out of iterations), after bookkeeping."""
+        improved = cost < self.best_cost * (1.0 - 1e-3)
+        self.stall += 1
+        self.stall[improved] = 0
+        np.minimum(self.best_cost, cost, out=self.best_cost)
+        self.age += 1
+        # Rows about to converge keep going past the iteration budget while they improve.
+        return ok | (self.stall >= _STALL) | ((self.age >= _MAX_ITERATIONS) & (cost > _CLOSE))
+
+    def _fresh(self, count):
+        """``count`` starting points: the queued ones first, then alternately anywhere inside
+        the limits and near the best configuration so far.
+        """
+        rows = self._draw(count)
+        if self.inactive is not None:
+            rows[:, self.inactive] = self.seed_x[self.inactive]
+        return rows
+
+    def _draw(self, count):
+        taken, self.queue = self.queue[:count], self.queue[count:]
+        more = count - len(taken)
+        if more == 0:
+            return taken.copy()
+        lo, hi = self.chain.lower, self.chain.upper
+        if self.drawn + more > _DRAWS:
+            if self.rng is None:
+                self.rng = np.random.default_rng(self.rng_seed)
+            self.uniform = self.rng.uniform(lo, hi, size=(_DRAWS, len(lo)))
+            self.noise = self.rng.normal(scale=_SIGMA, size=(_DRAWS, len(lo)))
+            self.drawn = 0
+        fresh = self.uniform[self.drawn:self.drawn + more].copy()
+        if np.isfinite(self.best[0]):
+            near = fresh[self.drawn % 2::2]
+            np.add(self.best[1], self.noise[self.drawn:self.drawn + len(near)], out=near)
+            np.maximum(near, lo, out=near)
+            np.minimum(near, hi, out=near)
+        self.drawn += more
+        return np.concatenate([taken, fresh]) if len(taken) else fresh
+
+    def _restart(self, rows):
+        self.X[rows] = self._fresh(len(rows))
+        self.seed_row &= rows[0] != 0
+        self.best_cost[rows] = np.inf
+        self.stall[rows] = 0
+        self.age[rows] = 0
+        self.attempts += len(rows)
+
+
+def _near_seed(q, q_seed, periodic):
+    """Joints whose angle is unbounded (``periodic``) moved by whole turns to the angle nearest
+    the seed.
+    """
+    q = np.array(q, dtype=float)
+    d = q - q_seed
+    q[periodic] = q_seed[periodic] + (d[periodic] + np.pi) % (2 * np.pi) - np.pi
+    return q
+
+
+def _add_solution(found, q, p_err, o_err):
+    for s in found:
+        if np.linalg.norm(s[0] - q) < _DISTINCT:
+            return
+    found.append((q, float(p_err), float(o_err)))
