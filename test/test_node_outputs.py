@@ -232,3 +232,17 @@ def test_bursts_of_joint_states_are_answered_message_by_message(ros):
     assert [g.header.stamp.nanosec for g in answers] == list(range(len(states)))
     np.testing.assert_allclose([g.effort for g in answers], m.gravity_torques(states),
                                atol=1e-9)
+
+
+def test_run_time_values_are_checked_like_start_up_values(ros):
+    client, pubs, received, params, _ = ros
+    for change, name in ((dict(payload__mass=-1.0), 'payload.mass'),
+                         (dict(payload__mass=float('nan')), 'payload.mass'),
+                         (dict(gravity=[0.0, 0.0, 1e308]), 'parameter gravity'),
+                         (dict(markers_rate=-1.0), 'markers_rate'),
+                         (dict(payload__inertia=[1.0, 0.0, 0.0, -1.0, 0.0, 1.0]),
+                          'parameter payload.inertia')):
+        [result] = set_params(client, params, **change)
+        assert not result.successful and name in result.reason, result.reason
+    fresh(client, pubs, received, 'gravity_torques',
+          lambda x: np.allclose(x.effort, model().gravity_torques(Q), atol=1e-9))

@@ -10,6 +10,8 @@ from robots import DEMO_ARM
 from ros_helpers import NodeProcess, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.engine import RobotModel  # noqa: E402
@@ -215,3 +217,33 @@ def test_seed_tables_are_built_for_the_default_tip_and_for_requested_tips(setup)
             assert time.monotonic() < deadline, process.output()
             time.sleep(0.05)
     assert process.output().count('IK seed table of') == 2
+
+
+def test_ik_parameters_set_on_the_dynamics_node_reach_the_services(setup):
+    """ik.* are parameters of the dynamics node (as the README says); validated there, they
+    become the services' defaults.
+    """
+    node, ik, _, _ = setup
+    params = node.create_client(SetParameters, f'/{NS}/ros_dynamics/set_parameters')
+    assert params.wait_for_service(timeout_sec=10.0)
+
+    def set_tip(tip):
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=tip)
+        future = params.call_async(SetParameters.Request(
+            parameters=[Parameter(name='ik.tip_frame', value=value)]))
+        assert spin_until(node, future.done, 10.0)
+        return future.result().results[0]
+
+    refused = set_tip('nope')
+    assert not refused.successful
+    assert 'parameter ik.tip_frame: unknown frames' in refused.reason
+    q = np.array([0.3, -0.7, 0.9, 0.2, -0.3, 0.1])
+    T = MODEL.frame_pose(q, 'wrist_2_link')
+    try:
+        assert set_tip('wrist_2_link').successful
+        res = call(node, ik, pose_request(T, position_only=True))      # no tip: the default
+        assert res.success, res.message
+        p = MODEL.frame_pose(np.array(res.solution.position), 'wrist_2_link')[:3, 3]
+        np.testing.assert_allclose(p, T[:3, 3], atol=1e-5)
+    finally:
+        assert set_tip('').successful

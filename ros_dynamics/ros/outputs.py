@@ -1,0 +1,211 @@
+"""Outputs of the dynamics node: functions from one kinematics pass to messages.
+
+Each function reads a model, a :class:`~ros_dynamics.engine.kinematics.KinematicState` of one
+joint state, the node's :class:`~ros_dynamics.ros.settings.NodeSettings` and the inputs it
+holds (wrenches, a trajectory), and returns messages; none needs a running node or
+``rclpy.init``. Where a function takes ``out``, it fills that message instead of a new one: the
+node refills messages built once per model and settings (:func:`message_templates`), since
+publishing serialises a message and it can be reused at once.
+
+Frames in names: ``root`` is the model's root link, ``base`` the settings' base frame, ``tip`` a
+tip frame. ``T_a_b`` (4, 4) is the pose of frame b in frame a, ``R_a_b`` its rotation;
+``J_a_tip`` (6, nq) is the Jacobian of the tip's origin, rows ``[linear; angular]`` in frame
+a's axes, columns the model's joints.
+"""
+from dataclasses import dataclass
+
+from geometry_msgs.msg import PoseStamped, TwistStamped
+import numpy as np
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory
+
+from ..engine import jacobians, kinematics, rnea
+from ..engine.spatial import inverse_transform
+from . import markers
+from .conversions import pose_from_matrix, vector6_to_twist
+
+
+@dataclass(frozen=True)
+class OutputMessages:
+    """Messages of the streaming path, built once per model and settings and refilled.
+
+    ``tips`` maps each tip frame to its (pose, twist, Jacobian) messages.
+    """
+
+    gravity: JointState
+    command: Float64MultiArray
+    tips: dict
+
+
+def message_templates(model, settings):
+    """:class:`OutputMessages` with the names, frames and layouts of ``model`` and
+    ``settings`` filled in.
+    """
+    tips = {}
+    for tip in settings.tips:
+        pose, twist = PoseStamped(), TwistStamped()
+        pose.header.frame_id = twist.header.frame_id = settings.base_frame
+        tips[tip] = (pose, twist, jacobian_message(np.zeros((6, model.nq)), model.joint_names,
+                                                   settings.base_frame))
+    return OutputMessages(JointState(name=list(model.joint_names)),
+                          float_array([0.0] * len(settings.command_index)), tips)
+
+
+class TipJacobians:
+    """``J_root_tip`` of one kinematics pass, each computed on first use and then kept."""
+
+    def __init__(self, state):
+        self._state = state
+        self._J_root = {}
+
+    def root(self, tip):
+        """``J_root_tip`` (6, nq): the tip origin's Jacobian in root axes."""
+        J_root_tip = self._J_root.get(tip)
+        if J_root_tip is None:
+            J_root_tip = self._J_root[tip] = jacobians.frame_jacobian(
+                self._state, tip, 'local_world_aligned')
+        return J_root_tip
+
+
+def kinematics_pass(model, settings, q, qd):
+    """The one kinematics pass of a joint state: with the base fixed to the root, twists are
+    ``J qd`` and body velocities are not needed.
+    """
+    return kinematics.forward_kinematics(model, q, None if settings.base_fixed else qd,
+                                         check=False)
+
+
+def holding_torques(model, state, settings, wrenches, jacobians_):
+    """Torques (nq,) [N m or N] holding the robot against gravity and against the wrenches
+    held at its tips: ``g(q) + sum J_root_tip^T F_root``.
+
+    ``wrenches`` maps a tip to ``(frame, F_frame)``: a wrench ``[force; torque]`` (6,) [N, N m]
+    in ``frame``'s axes; tips not in the settings are skipped.
+    """
+    tau = rnea.gravity_torques(model, state)
+    for tip, (frame, F_frame) in wrenches.items():
+        if tip in settings.tips:
+            R_root_frame = state.frame_pose(frame)[:3, :3]
+            F_root = np.concatenate([R_root_frame @ F_frame[:3], R_root_frame @ F_frame[3:]])
+            tau = tau + jacobians_.root(tip).T @ F_root
+    return tau
+
+
+def gravity_joint_state(model, tau, stamp, out=None):
+    """``gravity_torques``: JointState with the model's joint names and ``tau`` as effort."""
+    msg = out if out is not None else JointState(name=list(model.joint_names))
+    msg.header.stamp = stamp
+    msg.effort = tau.tolist()
+    return msg
+
+
+def gravity_command(settings, tau, out=None):
+    """``gravity_command``: ``tau`` in the order of the settings' command joints."""
+    if out is None:
+        return float_array(tau[settings.command_index])
+    out.data = tau[settings.command_index].tolist()
+    return out
+
+
+def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None):
+    """Pose, twist and Jacobian messages of every tip, in the base frame: a list of
+    ``(tip, pose, twist, jacobian)``, each None where its output is switched off.
+    """
+    on = settings.outputs
+    base = settings.base_frame
+    T_root_base = state.frame_pose(base)
+    R_root_base = T_root_base[:3, :3]
+    T_base_root = inverse_transform(T_root_base)
+    templates = templates if templates is not None else message_templates(model, settings)
+    out = []
+    for tip in settings.tips:
+        pose, twist, jac = templates.tips[tip]
+        J_base_tip = None
+        if on.jacobians or (on.twists and settings.base_fixed):
+            J_root_tip = jacobians_.root(tip)
+            J_base_tip = np.vstack([R_root_base.T @ J_root_tip[:3],
+                                    R_root_base.T @ J_root_tip[3:]])
+        if on.poses:
+            pose.header.stamp = stamp
+            pose_from_matrix(T_base_root @ state.frame_pose(tip), pose.pose)
+        if on.twists:
+            # A base fixed to the root: the twist is J qd; a moving base: relative motion.
+            V_base_tip = J_base_tip @ qd if settings.base_fixed else np.concatenate(
+                kinematics.relative_twist(state, tip, base, base, base))
+            twist.header.stamp = stamp
+            vector6_to_twist(V_base_tip, twist.twist)
+        if on.jacobians:
+            jac.data = J_base_tip.ravel().tolist()
+        out.append((tip, pose if on.poses else None, twist if on.twists else None,
+                    jac if on.jacobians else None))
+    return out
+
+
+def markers_message(model, state, settings, tau, stamp, jacobians_):
+    """``markers``: center of mass, a manipulability ellipsoid per tip, the torques ``tau`` as
+    arrows along the joint axes; all in the base frame.
+    """
+    T_base_root = inverse_transform(state.frame_pose(settings.base_frame))
+    R_base_root, p_base_root = T_base_root[:3, :3], T_base_root[:3, 3]
+    ellipsoids = []
+    for tip in settings.tips:
+        axes, lengths = markers.manipulability_ellipsoid(R_base_root @ jacobians_.root(tip)[:3])
+        ellipsoids.append(((T_base_root @ state.frame_pose(tip))[:3, 3], axes, lengths))
+    z_root, origins_root = state.joint_axes_world
+    independent = [model.moving_joint_names.index(n) for n in model.joint_names]
+    com_base = R_base_root @ rnea.center_of_mass(model, state) + p_base_root \
+        if model.total_mass > 0 else p_base_root
+    return markers.build(
+        settings.base_frame, stamp, com_base, settings.tips, ellipsoids,
+        origins_root[independent] @ R_base_root.T + p_base_root,
+        z_root[independent] @ R_base_root.T, tau, model.effort_limits)
+
+
+def feedforward_command(model, settings, q, trajectory, index, t):
+    """``feedforward_command``: inverse dynamics of ``trajectory`` sampled at ``t`` [s] from its
+    start (its joints at ``index`` in q; the others keep ``q``, at rest), in the order of the
+    command joints.
+    """
+    q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nq), np.zeros(model.nq)
+    q_ff[index], qd_ff[index], qdd_ff[index] = trajectory.sample(t)
+    tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff, friction=settings.friction)
+    return float_array(tau[settings.command_index])
+
+
+def feedforward_trajectory(model, settings, msg, trajectory, index, q):
+    """``feedforward_trajectory``: the JointTrajectory ``msg`` (validated as ``trajectory``,
+    its joints at ``index`` in q) with every point's effort filled by inverse dynamics; joints
+    it does not name keep ``q``.
+    """
+    q_t = np.repeat(q[None, :], len(trajectory.times), axis=0)
+    qd_t, qdd_t = np.zeros_like(q_t), np.zeros_like(q_t)
+    q_t[:, index], qd_t[:, index], qdd_t[:, index] = \
+        trajectory.positions, trajectory.velocities, trajectory.accelerations
+    tau = model.inverse_dynamics(q_t, qd_t, qdd_t, friction=settings.friction)
+    out = JointTrajectory()
+    out.header = msg.header
+    out.joint_names = list(trajectory.joint_names)
+    out.points = list(msg.points)
+    for point, effort in zip(out.points, tau[:, index]):
+        point.effort = effort.tolist()
+    return out
+
+
+def float_array(values, label='joints'):
+    """A one-dimensional Float64MultiArray labelled ``label``."""
+    msg = Float64MultiArray()
+    msg.layout.dim = [MultiArrayDimension(label=label, size=len(values), stride=len(values))]
+    msg.data = [float(v) for v in values]
+    return msg
+
+
+def jacobian_message(J_base_tip, joint_names, base):
+    """6 x n Jacobian, row-major; rows vx vy vz wx wy wz in ``base`` axes, columns joints."""
+    n = J_base_tip.shape[1]
+    msg = Float64MultiArray()
+    msg.layout.dim = [
+        MultiArrayDimension(label=f'rows:vx,vy,vz,wx,wy,wz@{base}', size=6, stride=6 * n),
+        MultiArrayDimension(label='cols:' + ','.join(joint_names), size=n, stride=n)]
+    msg.data = J_base_tip.ravel().tolist()
+    return msg
