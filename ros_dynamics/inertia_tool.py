@@ -46,18 +46,25 @@ def classify(name, inertial, body_mass):
 
 
 def moving_body_masses(links, joints):
-    """Child link of each moving joint -> mass of the body it starts (fixed children merged)."""
-    mass = {link.name: link.inertial.mass if link.inertial is not None else 0.0
+    """Child link of each moving joint -> mass of the body it starts (fixed children merged).
+
+    Bodies are summed from the leaves up without recursion, so chains of any depth work.
+    """
+    body = {link.name: link.inertial.mass if link.inertial is not None else 0.0
             for link in links}
-    fixed_children = {}
-    for j in joints:
-        if j.type == 'fixed':
-            fixed_children.setdefault(j.parent, []).append(j.child)
-
-    def body(link):
-        return mass.get(link, 0.0) + sum(body(c) for c in fixed_children.get(link, []))
-
-    return {j.child: body(j.child) for j in joints if j.type != 'fixed'}
+    parent_of = {j.child: j.parent for j in joints if j.type == 'fixed'}
+    children = {}
+    for child, parent in parent_of.items():
+        children.setdefault(parent, []).append(child)
+    order, stack = [], [name for name in body if name not in parent_of]
+    while stack:                               # every link below its fixed parent in `order`
+        link = stack.pop()
+        order.append(link)
+        stack.extend(children.get(link, ()))
+    for link in reversed(order):               # leaves first: each adds itself to its parent
+        if link in parent_of and parent_of[link] in body:
+            body[parent_of[link]] += body[link]
+    return {j.child: body.get(j.child, 0.0) for j in joints if j.type != 'fixed'}
 
 
 def _progress(done, total, out):
@@ -131,6 +138,9 @@ def report(rows, out):
             g_mass, g_mom = f'{derived.mass:.4g}', _fmt(derived.principal_moments)
         out.write(f'{name:32s} {d_mass:>13s} {d_mom:34s} {g_mass:>13s} {g_mom:34s} {status}\n')
         problems += problem
+    for name, _, derived, _, _ in rows:
+        if isinstance(derived, str):
+            out.write(f'link {name!r}: geometry not used: {derived}\n')
     out.write(f'{problems} link(s) with problems out of {len(rows)}\n')
     return problems
 
@@ -160,7 +170,10 @@ def write_corrected(path, rows, out_path, fix='flagged'):
 
 
 def main(argv=None):
-    """Entry point of ``ros-dynamics-inertia``; exit code 1 when problems were found."""
+    """Entry point of ``ros-dynamics-inertia``: exit code 0 when every inertial is plausible,
+    1 when problems were found, 2 for an error (one line on stderr: the file cannot be read or
+    is not a valid description, a mesh is missing, ...).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('urdf')
     parser.add_argument('--geometry', choices=('collision', 'visual'), default='collision')
@@ -172,18 +185,27 @@ def main(argv=None):
     parser.add_argument('--write', metavar='OUT_URDF', help='write a corrected URDF')
     parser.add_argument('--fix', choices=('flagged', 'all'), default='flagged')
     args = parser.parse_args(argv)
+    if args.density is not None and not 0 < args.density <= 1e6:
+        parser.error(f'--density: expected a value in (0, 1e6] kg/m^3, got {args.density:g}')
     try:
         rows = analyse(args.urdf, args.geometry, args.density, args.package_path,
                        progress=lambda d, t: _progress(d, t, sys.stderr) if t > 10 else None)
-    except DynamicsError as err:
-        sys.stderr.write(f'ros-dynamics-inertia: {err}\n')
-        return 2
-    problems = report(rows, sys.stdout)
-    if args.write:
-        changed = write_corrected(args.urdf, rows, args.write, args.fix)
-        sys.stdout.write(f'wrote {args.write}: inertials of {len(changed)} link(s) replaced '
-                         f'{changed}\n')
+        problems = report(rows, sys.stdout)
+        if args.write:
+            changed = write_corrected(args.urdf, rows, args.write, args.fix)
+            sys.stdout.write(f'wrote {args.write}: inertials of {len(changed)} link(s) replaced '
+                             f'{changed}\n')
+    except (DynamicsError, OSError, ET.ParseError) as err:
+        return _fail(err)
+    except Exception as err:  # noqa: BLE001 -- a CLI reports any failure in one line, exit 2
+        return _fail(f'internal error ({type(err).__name__}): {err}')
     return 1 if problems else 0
+
+
+def _fail(message):
+    text = ' '.join(str(message).split())
+    sys.stderr.write(f'ros-dynamics-inertia: {text[:1000]}\n')
+    return 2
 
 
 if __name__ == '__main__':

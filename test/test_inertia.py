@@ -201,3 +201,61 @@ def test_cli_rewrites_flagged_links_only(tmp_path, capsys):
     # The rewritten links are physically possible now: strict loading accepts the robot.
     corrected = RobotModel.from_urdf_file(out_path, strict=True)
     assert corrected.nq == 16
+
+
+ARM_WITH = '''<robot name="r"><link name="a"/>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01"
+    iyz="0" izz="0.01"/></inertial><collision><geometry>{geometry}</geometry></collision></link>
+  <joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'''
+
+
+@pytest.mark.parametrize('geometry, message', [
+    ('<mesh filename="package://pkg/m.stl" scale="1e200 1 1"/>', 'magnitude <= 1e+06'),
+    ('<sphere radius="nan"/>', 'magnitude <= 1e+06'),
+    ('<cylinder radius="0.1"/>', 'expected 1 number'),
+    ('<box size="0.1 0.1"/>', 'expected 3 numbers'),
+])
+def test_cli_refuses_unusable_geometry_in_one_line_with_exit_2(tmp_path, capsys, geometry,
+                                                               message):
+    path = tmp_path / 'r.urdf'
+    path.write_text(ARM_WITH.format(geometry=geometry))
+    assert inertia_tool.main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count('\n') == 1 and 'Traceback' not in err
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
+    assert inertia_tool.main([str(tmp_path / 'missing.urdf')]) == 2
+    assert 'cannot read URDF file' in capsys.readouterr().err
+    (tmp_path / 'bad.urdf').write_text('<robot name="r"><link name="a"></robot>')
+    assert inertia_tool.main([str(tmp_path / 'bad.urdf')]) == 2
+    assert 'not valid XML' in capsys.readouterr().err
+
+
+def test_package_paths_that_leave_their_package_are_refused(tmp_path, capsys):
+    (tmp_path / 'outside').mkdir()
+    (tmp_path / 'pkg').mkdir()
+    for uri in ('package://pkg/../outside/m.stl', 'package://pkg/../../etc/passwd',
+                'package://../outside/m.stl', 'package://pkg//etc/passwd'):
+        with pytest.raises(MeshError, match='must stay inside its package'):
+            resolve_uri(uri, search_paths=[str(tmp_path)])
+    path = tmp_path / 'r.urdf'
+    path.write_text(ARM_WITH.format(geometry='<mesh filename="package://pkg/../outside/m.stl"/>'))
+    inertia_tool.main([str(path), '--package-path', str(tmp_path)])
+    assert "link 'b': geometry not used: mesh 'package://pkg/../outside/m.stl': a package:// " \
+        'path must stay inside its package' in capsys.readouterr().out
+
+
+def test_cli_handles_a_10000_link_fixed_chain(tmp_path, capsys):
+    n = 10000
+    links = ''.join(f'<link name="l{i}"><inertial><mass value="1"/><inertia ixx="1" ixy="0" '
+                    'ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>' for i in range(n))
+    joints = ''.join(f'<joint name="j{i}" type="fixed"><parent link="l{i}"/><child '
+                     f'link="l{i + 1}"/></joint>' for i in range(n - 1))
+    path = tmp_path / 'deep.urdf'
+    path.write_text(f'<robot name="deep">{links}{joints}</robot>')
+    assert inertia_tool.main([str(path)]) == 0
+    assert f'0 link(s) with problems out of {n}' in capsys.readouterr().out
+    model = RobotModel.from_urdf_file(path, fill_inertials_density=1000.0)
+    assert model.nq == 0 and len(model.frame_names) == n

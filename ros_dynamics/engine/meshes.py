@@ -3,8 +3,9 @@
 Meshes are read with trimesh (STL binary and ASCII, OBJ; DAE when pycollada is installed) and
 merged into one indexed triangle mesh (coincident vertices joined, scene transforms applied).
 URIs as URDF writes them: ``package://pkg/path`` (through ament_index_python when a ROS
-environment knows the package, else through ``search_paths``), ``file:///abs/path``, or a path
-relative to the URDF's folder.
+environment knows the package, else through ``search_paths``; a path that leaves its package,
+``package://pkg/../other``, is refused), ``file:///abs/path``, or a path relative to the URDF's
+folder. Shape sizes, scales and origins must be finite and at most :data:`MAX_LENGTH` [m].
 """
 from dataclasses import dataclass
 import os
@@ -15,12 +16,20 @@ from . import inertia
 from .exceptions import MeshError
 from .rotations import matrix_from_rpy
 
+#: Largest shape size, scale factor or origin coordinate accepted (far beyond any robot; their
+#: volumes and inertias stay finite).
+MAX_LENGTH = 1e6
+
 
 def resolve_uri(uri, base_dir=None, search_paths=()):
     """Absolute path of a mesh URI; :class:`MeshError` listing what was tried otherwise."""
     tried = []
     if uri.startswith('package://'):
         package, _, relative = uri[len('package://'):].partition('/')
+        inside = os.path.normpath(relative or '.')
+        if not package or package in ('.', '..') or os.path.isabs(relative) or \
+                inside == '..' or inside.startswith('..' + os.sep):
+            raise MeshError(f'mesh {uri!r}: a package:// path must stay inside its package')
         try:
             from ament_index_python.packages import get_package_share_directory
             tried.append(os.path.join(get_package_share_directory(package), relative))
@@ -137,9 +146,13 @@ def parse_link_geometry(root, kind='collision'):
 
 
 def _floats(text, count):
+    if text is None:
+        raise ValueError(f'expected {count} number(s), got nothing')
     values = [float(v) for v in text.split()]
     if len(values) != count:
         raise ValueError(f'expected {count} numbers, got {text!r}')
+    if not all(abs(v) <= MAX_LENGTH for v in values):
+        raise ValueError(f'expected finite numbers of magnitude <= {MAX_LENGTH:g}, got {text!r}')
     return values
 
 
@@ -152,10 +165,10 @@ def _geometry(shape, g):
     if g.tag == 'box':
         return Geometry(origin, 'box', size=tuple(_floats(g.get('size'), 3)))
     if g.tag == 'cylinder':
-        return Geometry(origin, 'cylinder', radius=float(g.get('radius')),
-                        length=float(g.get('length')))
+        return Geometry(origin, 'cylinder', radius=_floats(g.get('radius'), 1)[0],
+                        length=_floats(g.get('length'), 1)[0])
     if g.tag == 'sphere':
-        return Geometry(origin, 'sphere', radius=float(g.get('radius')))
+        return Geometry(origin, 'sphere', radius=_floats(g.get('radius'), 1)[0])
     if g.tag == 'mesh':
         scale = g.get('scale')
         return Geometry(origin, 'mesh', filename=g.get('filename'),
