@@ -10,9 +10,41 @@ VENV="$ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.ros_dynamics_env_stamp"
 
+# The Jazzy wheels' exported CMake targets name include directories of the machine that built
+# them (/opt/python/cpXY-cpXY/include/pythonX.Y and .../site-packages/numpy/_core/include), and
+# CMake refuses to generate when they do not exist. Rewrite the venv's own copies of those files
+# to this interpreter's headers and the venv's NumPy headers: nothing outside the checkout is
+# written, and no root is needed. Idempotent (a rewritten file no longer names /opt/python).
+# Wheels only: never on a system ROS 2 install.
+rewrite_wheel_cmake_paths() {
+    local pyinc npinc files
+    [ -d "$VENV/share" ] || return 0
+    mapfile -d '' -t files < <(grep -rlZ --include='*.cmake' '/opt/python/cp' "$VENV/share" || true)
+    if [ "${#files[@]}" -gt 0 ]; then
+        { read -r pyinc; read -r npinc; } < <("$VENV/bin/python" -c '
+import sysconfig, numpy
+print(sysconfig.get_paths()["include"]); print(numpy.get_include())')
+        echo "[env] pointing ${#files[@]} wheel CMake files at $pyinc and $npinc"
+        pyinc="$(sed_escape "$pyinc")"
+        npinc="$(sed_escape "$npinc")"
+        sed -i -E \
+            -e "s#/opt/python/cp[0-9]+-cp[0-9]+[a-z]*/include/python[0-9.]+[a-z]*#$pyinc#g" \
+            -e "s#/opt/python/cp[0-9]+-cp[0-9]+[a-z]*/lib/python[0-9.]+/site-packages/numpy/(_core|core)/include#$npinc#g" \
+            "${files[@]}"
+    fi
+    if grep -rl --include='*.cmake' '/opt/python/cp' "$VENV/share"; then
+        echo "[env] the files above still name /opt/python/...: a path this script does not know" >&2
+        exit 1
+    fi
+}
+sed_escape() { printf '%s' "$1" | sed -e 's/[#&\\]/\\&/g'; }
+
 stamp_of_inputs() {
     {
-        "$PYTHON" --version 2>&1
+        # The interpreter (its headers are what the wheel CMake files are pointed at) and where
+        # the venv lives (venv scripts and the rewritten CMake files hold absolute paths).
+        "$PYTHON" -c 'import sys, sysconfig; print(sys.version, sysconfig.get_paths()["include"])'
+        echo "VENV=$VENV"
         echo "ROS_DISTRO=${ROS_DISTRO:-wheels}"
         cat "$ROOT/.ci/bootstrap_env.sh" "$ROOT/.ci/requirements.txt" \
             "$ROOT/.ci/requirements-ros-jazzy.txt" "$ROOT/.ci/constraints.txt" \
@@ -23,6 +55,8 @@ stamp_of_inputs() {
 
 WANT="$(stamp_of_inputs)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
+    # Wheels a later `pip install` brought into .venv get the same treatment (a no-op otherwise).
+    if [ -z "${ROS_DISTRO:-}" ]; then rewrite_wheel_cmake_paths; fi
     echo "[env] .venv is up to date"
     exit 0
 fi
@@ -44,23 +78,7 @@ fi
 "${PIP[@]}" install -c "$ROOT/.ci/constraints.txt" "${REQS[@]}"
 
 if [ -z "${ROS_DISTRO:-}" ]; then
-    # The Jazzy wheels' exported CMake targets name include directories of the machine that built
-    # them (/opt/python/cpXY-cpXY/...). Point those paths at this interpreter's headers and at the
-    # venv's NumPy headers, re-pointing links left by an earlier environment. Wheels only: never
-    # on a system ROS 2 install.
-    read -r TAG PYINC NPINC PYVER < <("$VENV/bin/python" -c '
-import sys, sysconfig, numpy
-v = sys.version_info
-print(f"cp{v.major}{v.minor}", sysconfig.get_paths()["include"], numpy.get_include(), f"{v.major}.{v.minor}")')
-    OPT="/opt/python/$TAG-$TAG"
-    link_dir() {  # link_dir TARGET LINK
-        mkdir -p "$(dirname "$2")"
-        if [ -L "$2" ] || [ ! -e "$2" ]; then
-            ln -sfn "$1" "$2"
-        fi
-    }
-    link_dir "$PYINC" "$OPT/include/python$PYVER"
-    link_dir "$NPINC" "$OPT/lib/python$PYVER/site-packages/numpy/_core/include"
+    rewrite_wheel_cmake_paths
     export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
     export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 fi
