@@ -14,30 +14,51 @@ STAMP="$VENV/.ros_dynamics_env_stamp"
 # them (/opt/python/cpXY-cpXY/include/pythonX.Y and .../site-packages/numpy/_core/include), and
 # CMake refuses to generate when they do not exist. Rewrite the venv's own copies of those files
 # to this interpreter's headers and the venv's NumPy headers: nothing outside the checkout is
-# written, and no root is needed. Idempotent (a rewritten file no longer names /opt/python).
+# written, and no root is needed. Idempotent: the paths written are recorded in the venv, and a
+# later run re-points them only if they changed (a venv rebuilt over by another interpreter).
 # Wheels only: never on a system ROS 2 install.
 rewrite_wheel_cmake_paths() {
-    local pyinc npinc files
-    [ -d "$VENV/share" ] || return 0
-    mapfile -d '' -t files < <(grep -rlZ --include='*.cmake' '/opt/python/cp' "$VENV/share" || true)
-    if [ "${#files[@]}" -gt 0 ]; then
-        { read -r pyinc; read -r npinc; } < <("$VENV/bin/python" -c '
-import sysconfig, numpy
-print(sysconfig.get_paths()["include"]); print(numpy.get_include())')
-        echo "[env] pointing ${#files[@]} wheel CMake files at $pyinc and $npinc"
-        pyinc="$(sed_escape "$pyinc")"
-        npinc="$(sed_escape "$npinc")"
-        sed -i -E \
-            -e "s#/opt/python/cp[0-9]+-cp[0-9]+[a-z]*/include/python[0-9.]+[a-z]*#$pyinc#g" \
-            -e "s#/opt/python/cp[0-9]+-cp[0-9]+[a-z]*/lib/python[0-9.]+/site-packages/numpy/(_core|core)/include#$npinc#g" \
-            "${files[@]}"
-    fi
-    if grep -rl --include='*.cmake' '/opt/python/cp' "$VENV/share"; then
-        echo "[env] the files above still name /opt/python/...: a path this script does not know" >&2
-        exit 1
-    fi
+    "$VENV/bin/python" - "$VENV" <<'PY'
+import os, re, sys, sysconfig
+import numpy
+venv = sys.argv[1]
+new = [sysconfig.get_paths()['include'], numpy.get_include()]
+record = os.path.join(venv, '.wheel_cmake_include_dirs')
+old = open(record).read().splitlines() if os.path.isfile(record) else []
+patterns = []
+for pattern, old_path, new_path in zip(
+        [r'/opt/python/cp\d+-cp\d+[a-z]*/include/python[\d.]+[a-z]*',
+         r'/opt/python/cp\d+-cp\d+[a-z]*/lib/python[\d.]+/site-packages/numpy/_?core/include'],
+        old if len(old) == 2 else ['', ''], new):
+    if old_path and old_path != new_path:  # written by an earlier run for another interpreter
+        pattern += '|' + re.escape(old_path)
+    patterns.append(re.compile(pattern))
+changed, left = [], []
+for folder, _, names in os.walk(os.path.join(venv, 'share')):
+    for name in names:
+        if not name.endswith('.cmake'):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, encoding='utf-8', errors='surrogateescape') as f:
+            text = f.read()
+        fixed = text
+        for pattern, path_now in zip(patterns, new):
+            fixed = pattern.sub(lambda _: path_now, fixed)
+        if fixed != text:
+            with open(path, 'w', encoding='utf-8', errors='surrogateescape') as f:
+                f.write(fixed)
+            changed.append(path)
+        if '/opt/python/cp' in fixed:
+            left.append(path)
+if changed:
+    print(f'[env] pointed {len(changed)} wheel CMake files at {new[0]} and {new[1]}')
+if left:
+    sys.exit('[env] these still name /opt/python/... (a path this script does not know):\n  '
+             + '\n  '.join(left))
+with open(record, 'w') as f:
+    f.write('\n'.join(new) + '\n')
+PY
 }
-sed_escape() { printf '%s' "$1" | sed -e 's/[#&\\]/\\&/g'; }
 
 stamp_of_inputs() {
     {
@@ -55,8 +76,10 @@ stamp_of_inputs() {
 
 WANT="$(stamp_of_inputs)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
-    # Wheels a later `pip install` brought into .venv get the same treatment (a no-op otherwise).
-    if [ -z "${ROS_DISTRO:-}" ]; then rewrite_wheel_cmake_paths; fi
+    # Wheels a later `pip install` brought into .venv get the same treatment.
+    if [ -z "${ROS_DISTRO:-}" ] && grep -rqs --include='*.cmake' '/opt/python/cp' "$VENV/share"; then
+        rewrite_wheel_cmake_paths
+    fi
     echo "[env] .venv is up to date"
     exit 0
 fi
