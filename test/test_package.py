@@ -52,7 +52,11 @@ def test_engine_imports_without_ros():
     code = ('import sys; import ros_dynamics.engine as e; '
             'assert not any(m.startswith(("rclpy", "rosidl")) for m in sys.modules), '
             '[m for m in sys.modules if m.startswith("rclpy")]; print(e.RobotModel)')
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    # PYTHONPATH holds only the folder ros_dynamics comes from (no sourced ROS 2 on it): the
+    # checkout under make env, install/ros_dynamics/... or the source folder under colcon test.
+    import ros_dynamics
+    env = dict(os.environ,
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ros_dynamics.__file__))))
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             env=env, cwd='/')
     assert result.returncode == 0, result.stderr
