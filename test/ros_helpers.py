@@ -9,16 +9,50 @@ import time
 
 import rclpy
 
+PACKAGE = 'ros_dynamics'
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def package_prefix():
+    """Install prefix of the ros_dynamics ament package (e.g. a colcon install), or None."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+    except ImportError:
+        # What get_package_prefix does: the first AMENT_PREFIX_PATH entry that registers it.
+        for prefix in filter(None, os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep)):
+            marker = os.path.join(prefix, 'share', 'ament_index', 'resource_index', 'packages',
+                                  PACKAGE)
+            if os.path.isfile(marker):
+                return prefix
+        return None
+    try:
+        return get_package_prefix(PACKAGE)
+    except PackageNotFoundError:
+        return None
+
 
 def executable(name):
-    """Path of an installed console script (venv bin, or lib/ros_dynamics of a colcon install)."""
-    for folder in (sysconfig.get_paths()['scripts'], os.path.dirname(sys.executable)):
+    """Path of an installed node or tool of this package.
+
+    ``make env`` installs them next to the interpreter of the checkout's ``.venv`` (editable:
+    the checkout's code); a colcon install puts them in ``<prefix>/lib/ros_dynamics`` of the
+    package's ament prefix (``colcon test``, a sourced workspace). Under the checkout's own
+    ``.venv`` its entry points come first, so a sourced workspace cannot stand in for the code
+    under test; elsewhere the ament prefix comes first. ``PATH`` last.
+    """
+    scripts = [sysconfig.get_paths()['scripts'], os.path.dirname(sys.executable)]
+    prefix = package_prefix()
+    installed = [os.path.join(prefix, 'lib', PACKAGE)] if prefix is not None else []
+    own_venv = os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(REPO, '.venv'))
+    folders = scripts + installed if own_venv else installed + scripts
+    for folder in folders:
         path = os.path.join(folder, name)
-        if os.access(path, os.X_OK):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError(f'{name} is not installed (run make env)')
+        raise FileNotFoundError(f'{name} is not installed: looked in {folders} and on PATH '
+                                '(run make env, or colcon build and source the install)')
     return found
 
 

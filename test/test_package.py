@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 import xml.etree.ElementTree as ET
 
@@ -51,7 +52,11 @@ def test_engine_imports_without_ros():
     code = ('import sys; import ros_dynamics.engine as e; '
             'assert not any(m.startswith(("rclpy", "rosidl")) for m in sys.modules), '
             '[m for m in sys.modules if m.startswith("rclpy")]; print(e.RobotModel)')
-    env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
+    # PYTHONPATH holds only the folder ros_dynamics comes from (no sourced ROS 2 on it): the
+    # checkout under make env, install/ros_dynamics/... or the source folder under colcon test.
+    import ros_dynamics
+    env = dict(os.environ,
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(ros_dynamics.__file__))))
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             env=env, cwd='/')
     assert result.returncode == 0, result.stderr
@@ -99,3 +104,27 @@ def test_colcon_build_installs_executables_launch_and_config(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(10) == 0
+
+
+def test_node_executables_come_from_the_colcon_install_or_the_checkouts_venv(tmp_path,
+                                                                            monkeypatch):
+    """Tests start nodes from install/ros_dynamics/lib/ros_dynamics under colcon test."""
+    import ros_helpers
+    prefix = tmp_path / 'install' / 'ros_dynamics'
+    (prefix / 'share/ament_index/resource_index/packages').mkdir(parents=True)
+    (prefix / 'share/ament_index/resource_index/packages/ros_dynamics').touch()
+    node = prefix / 'lib/ros_dynamics/dynamics_node'
+    node.parent.mkdir(parents=True)
+    node.write_text('#!/bin/sh\n')
+    node.chmod(0o755)
+    monkeypatch.setenv('AMENT_PREFIX_PATH',
+                       os.pathsep.join(filter(None, [str(prefix),
+                                                     os.environ.get('AMENT_PREFIX_PATH')])))
+    # Not the checkout's own .venv (colcon test, a sourced workspace): the install's node.
+    monkeypatch.setattr(ros_helpers, 'REPO', str(tmp_path))
+    assert ros_helpers.executable('dynamics_node') == str(node)
+    # The checkout's own .venv (make test): its editable entry point, whatever is sourced.
+    monkeypatch.setattr(ros_helpers, 'REPO', os.path.dirname(os.path.realpath(sys.prefix)))
+    in_venv = os.path.join(sysconfig.get_paths()['scripts'], 'dynamics_node')
+    expected = in_venv if os.access(in_venv, os.X_OK) else str(node)
+    assert ros_helpers.executable('dynamics_node') == expected
