@@ -16,7 +16,14 @@ def _claim_domain_id():
     global _DOMAIN_LOCK
     lock_dir = tempfile.gettempdir()
     for domain in range(1, 101):
-        handle = open(os.path.join(lock_dir, f'ros_dynamics_test_domain_{domain}.lock'), 'w')
+        path = os.path.join(lock_dir, f'ros_dynamics_test_domain_{domain}.lock')
+        try:
+            handle = open(path, 'a')
+        except PermissionError:     # made by another user: a read-only handle locks as well
+            try:
+                handle = open(path)
+            except OSError:
+                continue
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
