@@ -15,7 +15,7 @@ Mimic joints couple joints outside the tree structure ABA exploits; models with 
 import numpy as np
 
 from . import crba, rnea
-from .exceptions import InvalidInputError, ModelError, ShapeError
+from .exceptions import ModelError, ShapeError
 from .kinematics import as_finite_array
 from .spatial import cross_force
 
@@ -24,8 +24,7 @@ def forward_dynamics(model, state, tau, f_ext=None, f_ext_frame='world', *, fric
     """``qdd`` (..., nq) from a state computed with q and qd, torques ``tau`` (..., nq) and
     optional external wrenches (as in :func:`ros_dynamics.engine.rnea.inverse_dynamics`).
     """
-    if state.V_world_body is None:
-        raise InvalidInputError('forward dynamics needs q and qd')
+    state.require('forward dynamics')
     tau = as_finite_array(tau, 'tau')
     if tau.shape[-1:] != (model.nq,):
         raise ShapeError(f'tau: expected {model.nq} values, got shape {tau.shape}')
@@ -80,18 +79,19 @@ def _articulated_body(model, settings, state, tau, f_ext_bodies):
     U = np.empty(S.shape)
     D = np.empty(S.shape[:-1])
     u = np.empty(S.shape[:-1])
-    for k in range(n - 1, -1, -1):
-        b, p = k + 1, model.joint_parent_body[k]
-        Sk = S[..., k, :]
-        U[..., k, :] = (IA[..., b, :, :] @ Sk[..., None])[..., 0]
-        D[..., k] = np.einsum('...i,...i->...', Sk, U[..., k, :]) + rotor[k]
-        u[..., k] = tau[..., k] - np.einsum('...i,...i->...', Sk, pA[..., b, :])
-        Uk = U[..., k, :]
-        Ia = IA[..., b, :, :] - Uk[..., :, None] * Uk[..., None, :] / D[..., k, None, None]
-        pa = pA[..., b, :] + (Ia @ c[..., k, :, None])[..., 0] \
-            + Uk * (u[..., k] / D[..., k])[..., None]
-        IA[..., p, :, :] += Ia
-        pA[..., p, :] += pa
+    with np.errstate(divide='ignore', invalid='ignore'):     # D <= 0 is reported below
+        for k in range(n - 1, -1, -1):
+            b, p = k + 1, model.joint_parent_body[k]
+            Sk = S[..., k, :]
+            U[..., k, :] = (IA[..., b, :, :] @ Sk[..., None])[..., 0]
+            D[..., k] = np.einsum('...i,...i->...', Sk, U[..., k, :]) + rotor[k]
+            u[..., k] = tau[..., k] - np.einsum('...i,...i->...', Sk, pA[..., b, :])
+            Uk = U[..., k, :]
+            Ia = IA[..., b, :, :] - Uk[..., :, None] * Uk[..., None, :] / D[..., k, None, None]
+            pa = pA[..., b, :] + (Ia @ c[..., k, :, None])[..., 0] \
+                + Uk * (u[..., k] / D[..., k])[..., None]
+            IA[..., p, :, :] += Ia
+            pA[..., p, :] += pa
     if not np.all(D > 0):
         raise _singular(model, model.moving_joint_names, D > 0)
     a = np.empty(state.batch_shape + (model.n_bodies, 6))

@@ -57,6 +57,7 @@ def mass_matrix(model, state):
 
 def coriolis_matrix(model, state):
     """``C(q, qd)`` (..., nq, nq) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
+    state.require('the Coriolis matrix')
     I_b = world_spatial_inertias(state.settings, state)
     V = state.V_world_body
     h = (I_b @ V[..., None])[..., 0]

@@ -57,6 +57,7 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
 def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', point=None):
     """Time derivative (..., 6, nq) of :func:`frame_jacobian` along (q, qd); state needs qd."""
     check_convention(expressed_in)
+    state.require('jacobian_time_derivative')
     m = state.model
     f = m.frame_index(frame)
     b = m.frame_body[f]
@@ -81,6 +82,7 @@ def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', p
 def frame_velocity(state, frame, expressed_in='local_world_aligned', point=None):
     """Twist (..., 6) of a frame in the chosen convention; state needs qd."""
     check_convention(expressed_in)
+    state.require('frame_velocity')
     if expressed_in == 'world':
         return state.V_world_body[..., state.model.frame_body[state.model.frame_index(frame)],
                                   :].copy()
@@ -100,6 +102,7 @@ def frame_acceleration(state, frame, expressed_in='local_world_aligned', point=N
     the spatial velocity in that convention (Pinocchio's ``getFrameAcceleration``).
     """
     check_convention(expressed_in)
+    state.require('frame_acceleration', accelerations=True)
     if kind not in ('classical', 'spatial'):
         raise InvalidInputError(f"kind: expected 'classical' or 'spatial', got {kind!r}")
     m = state.model

@@ -22,19 +22,17 @@ All arrays take a leading batch dimension: ``q`` of shape ``(..., nq)`` gives re
 ``(..., ...)``.
 """
 from dataclasses import dataclass
-import datetime
 
 import numpy as np
 
+from .checks import MAX_VALUE, as_finite_array
 from .exceptions import InvalidInputError, ShapeError
 from .rotations import cross
 from .spatial import cross_motion
 
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
-#: Largest joint position, velocity or acceleration magnitude accepted: far beyond any robot
-#: (URDFs write "unlimited" as limits of 1e16), and below where the products in the dynamics
-#: (velocities squared, ~1e154) would overflow to Inf.
-MAX_JOINT_VALUE = 1e100
+#: Largest joint position, velocity or acceleration magnitude accepted (see :mod:`.checks`).
+MAX_JOINT_VALUE = MAX_VALUE
 
 
 def check_convention(expressed_in):
@@ -42,39 +40,6 @@ def check_convention(expressed_in):
     if expressed_in not in CONVENTIONS:
         raise InvalidInputError(f'expressed_in: expected one of {CONVENTIONS}, got '
                                 f'{expressed_in!r}')
-
-
-def as_finite_array(x, name):
-    """``x`` as a float array of finite values of magnitude <= :data:`MAX_JOINT_VALUE`.
-
-    Raises :class:`ShapeError` for ragged nesting and :class:`InvalidInputError` for what is not
-    real numbers (complex, dates, strings, objects) or for NaN, Inf and huge values.
-    """
-    if isinstance(x, np.ndarray):
-        kind = x.dtype.kind
-    else:
-        if isinstance(x, (str, bytes, datetime.date, datetime.timedelta)):
-            kind = 'U'
-        else:
-            try:
-                kind = np.asarray(x).dtype.kind
-            except ValueError:
-                raise ShapeError(f'{name}: expected a rectangular array of numbers, got ragged '
-                                 'nesting') from None
-    if kind not in 'biuf':
-        raise InvalidInputError(f'{name}: expected real numbers, got values of dtype kind '
-                                f'{kind!r} ({type(x).__name__})')
-    try:
-        x = np.asarray(x, dtype=float)
-    except (TypeError, ValueError, OverflowError):
-        raise InvalidInputError(f'{name}: expected real numbers of magnitude <= '
-                                f'{MAX_JOINT_VALUE:g}') from None
-    # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
-    if not np.all(np.abs(x) <= MAX_JOINT_VALUE):
-        shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
-        raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
-                                f'{MAX_JOINT_VALUE:g}, got {shown}')
-    return x
 
 
 def as_joint_vector(model, x, name, batch_shape=None):
@@ -161,6 +126,15 @@ class KinematicState:
                                            axis=-1)
         return self._S_world
 
+    def require(self, what, velocities=True, accelerations=False):
+        """Raise :class:`InvalidInputError` naming ``what`` unless this pass was computed with
+        velocities (qd) -- and accelerations (qdd) when asked.
+        """
+        if (velocities and self.V_world_body is None) or \
+                (accelerations and self.A_world_body is None):
+            needs = 'q, qd and qdd' if accelerations else 'q and qd'
+            raise InvalidInputError(f'{what} needs {needs}')
+
     @property
     def S_dot_world(self):
         """Time derivative of :attr:`S_world` (needs qd): ``v_body x S`` (..., n_moving, 6)."""
@@ -190,9 +164,11 @@ class KinematicState:
         T = self.frame_pose(f)
         p = T[..., :3, 3]
         if point is not None:
-            point = np.asarray(point, dtype=float)
-            if point.shape[-1:] != (3,):
-                raise ShapeError(f'point: expected 3 coordinates, got shape {point.shape}')
+            point = as_finite_array(point, 'point')
+            if point.shape[-1:] != (3,) or point.ndim - 1 > len(self.batch_shape) or \
+                    point.shape[:-1] != self.batch_shape[len(self.batch_shape) + 1 - point.ndim:]:
+                raise ShapeError(f'point: expected 3 coordinates (or one set per state of the '
+                                 f'batch {self.batch_shape}), got shape {point.shape}')
             p = p + np.einsum('...ij,...j->...i', T[..., :3, :3], point)
         v_p = w = a_p = w_dot = None
         if self.V_world_body is not None:
@@ -256,8 +232,7 @@ def relative_twist(state, frame_i, frame_j, observer, expressed_in):
     ``frame_j``, observed from ``observer`` (L) and expressed in ``expressed_in`` (K): the first
     half of :func:`relative_motion`, from a state computed with q and qd only.
     """
-    if state.V_world_body is None:
-        raise InvalidInputError('relative_twist needs q and qd')
+    state.require('relative_twist')
     _, p_i, v_i, w_i = state.point_motion(frame_i)[:4]
     _, p_j, v_j, w_j = state.point_motion(frame_j)[:4]
     w_l = state.point_motion(observer)[3]
@@ -274,8 +249,7 @@ def relative_motion(state, frame_i, frame_j, observer, expressed_in):
     Seen from a rotating frame L, derivatives pick up the transport terms:
     ``v_L = r' - w_L x r`` and ``a_L = r'' - 2 w_L x v_L - w_L' x r - w_L x (w_L x r)``.
     """
-    if state.A_world_body is None:
-        raise InvalidInputError('relative_motion needs q, qd and qdd')
+    state.require('relative_motion', accelerations=True)
     _, p_i, v_i, w_i, a_i, wd_i = state.point_motion(frame_i)
     _, p_j, v_j, w_j, a_j, wd_j = state.point_motion(frame_j)
     _, _, _, w_l, _, wd_l = state.point_motion(observer)

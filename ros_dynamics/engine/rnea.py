@@ -85,8 +85,7 @@ def joint_torques(model, state, body_forces):
 
 def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=False):
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
-    if state.A_world_body is None:
-        raise InvalidInputError('inverse dynamics needs q, qd and qdd')
+    state.require('inverse dynamics', accelerations=True)
     settings = state.settings
     mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body
@@ -127,8 +126,7 @@ def gravity_torques(model, state):
 
 def bias_torques(model, state):
     """``C(q, qd) qd + g(q)`` (..., nq) from a state computed with q and qd."""
-    if state.V_world_body is None:
-        raise InvalidInputError('bias torques need q and qd')
+    state.require('bias torques')
     settings = state.settings
     mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body
@@ -140,6 +138,7 @@ def bias_torques(model, state):
 
 def kinetic_energy(model, state):
     """``0.5 sum_b v_b . I_b v_b + 0.5 sum_i I_rotor,i qd_i^2`` [J]."""
+    state.require('kinetic energy')
     settings = state.settings
     mass, com, inertia = world_inertias(settings, state)
     V = state.V_world_body

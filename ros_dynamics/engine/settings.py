@@ -16,7 +16,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from .exceptions import ModelError, ShapeError
+from .checks import as_finite_array
+from .exceptions import InvalidInputError, ModelError, ShapeError
 from .spatial import lump_inertias
 
 #: Default gravity [m/s^2] in the world frame: REP 103 puts z up; Pinocchio uses the same value.
@@ -37,17 +38,19 @@ def _frozen(a):
     return a
 
 
-def _bounded(values, what, limit, *, non_negative=False):
-    """``values`` as floats, checked finite, within +-limit (and >= 0)."""
+def _bounded(values, what, limit, *, non_negative=False, shape=None):
+    """``values`` as a float array of ``shape`` (any when None), finite, within +-limit (and
+    >= 0); :class:`ModelError` (:class:`ShapeError` for the shape) naming ``what`` otherwise.
+    """
     try:
-        arr = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f'{what}: expected numbers, got {values!r}') from None
-    if not np.all(np.abs(arr) <= limit) or (non_negative and np.any(arr < 0)):
-        sign = '>= 0 and ' if non_negative else ''
+        arr = as_finite_array(values, what, limit)
+    except InvalidInputError as err:
+        raise ModelError(str(err)) from None
+    if shape is not None and arr.shape != shape:
+        raise ShapeError(f'{what}: expected shape {shape}, got {arr.shape}')
+    if non_negative and np.any(arr < 0):
         shown = arr.tolist() if arr.size <= 12 else f'{arr.size} values'
-        raise ModelError(f'{what}: expected finite values {sign}of magnitude <= {limit:g}, got '
-                         f'{shown}')
+        raise ModelError(f'{what}: expected values >= 0, got {shown}')
     return arr
 
 
@@ -67,12 +70,12 @@ class Payload:
         unless the mass is finite and >= 0 and the inertia symmetric positive semi-definite.
         """
         where = f'payload on {self.frame!r}'
-        mass = float(_bounded(self.mass, f'{where}: mass', LIMITS['mass'], non_negative=True))
-        com = _bounded(self.com, f'{where}: com', LIMITS['com'])
-        inertia = _bounded(self.inertia, f'{where}: inertia', LIMITS['inertia'])
-        if com.shape != (3,) or inertia.shape != (3, 3):
-            raise ShapeError(f'{where}: com must have 3 values and inertia 3x3, got shapes '
-                             f'{com.shape} and {inertia.shape}')
+        if not isinstance(self.frame, str):
+            raise ModelError(f'payload: frame must be a frame name, got {self.frame!r}')
+        mass = float(_bounded(self.mass, f'{where}: mass', LIMITS['mass'], non_negative=True,
+                              shape=()))
+        com = _bounded(self.com, f'{where}: com', LIMITS['com'], shape=(3,))
+        inertia = _bounded(self.inertia, f'{where}: inertia', LIMITS['inertia'], shape=(3, 3))
         scale = float(np.max(np.abs(inertia))) + 1e-300
         if np.max(np.abs(inertia - inertia.T)) > 1e-9 * scale or \
                 np.linalg.eigvalsh(inertia)[0] < -1e-9 * scale:
@@ -116,13 +119,10 @@ def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,
         out = np.array(default, dtype=float)
         for name, v in values.items():
             out[model.joint_index(name)] = float(_bounded(v, f'{what} of {name!r}', limit,
-                                                          non_negative=True))
+                                                          non_negative=True, shape=()))
     else:
-        out = np.asarray(values)
-        if out.shape != (model.nq,):
-            raise ShapeError(f'{what}: expected {model.nq} values (one per joint of '
-                             f'{list(model.joint_names)}), got shape {out.shape}')
-    return _bounded(out, what, limit, non_negative=True)
+        out = values
+    return _bounded(out, what, limit, non_negative=True, shape=(model.nq,))
 
 
 def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
@@ -135,9 +135,7 @@ def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
     one per frame (a mass of 0 is no payload). Raises :class:`ModelError` or
     :class:`ShapeError` naming the value at fault.
     """
-    g = _bounded(gravity, 'gravity', LIMITS['gravity'])
-    if g.shape != (3,):
-        raise ShapeError(f'gravity: expected 3 values [m/s^2], got shape {g.shape}')
+    g = _bounded(gravity, 'gravity', LIMITS['gravity'], shape=(3,))
     rotor = per_joint(model, rotor_inertia, np.zeros(model.nq), 'rotor inertia',
                       LIMITS['rotor_inertia'])
     damp = per_joint(model, damping, model.joint_damping, 'damping', LIMITS['damping'])

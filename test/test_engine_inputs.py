@@ -1,0 +1,118 @@
+"""Hostile inputs to every public engine entry point: only typed errors (DynamicsError), and
+no NaN, Inf or overflow from what is accepted."""
+import datetime
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+import numpy as np
+import pytest
+from robots import DEMO_ARM, TREE_URDF, load
+
+from ros_dynamics.engine import DynamicsError, IKSolver, Payload, RobotModel
+
+MODELS = {'demo': load(DEMO_ARM), 'tree': RobotModel.from_urdf_string(TREE_URDF)}
+
+
+def _bad_values(n):
+    """Inputs standing where an array of n joint values is expected."""
+    return st.one_of(
+        st.just(np.full(n, np.nan)), st.just(np.full(n, np.inf)), st.just(np.full(n, 1e300)),
+        st.just(np.zeros(n, dtype=complex) + 1j), st.just(np.array(['a'] * n)),
+        st.just(np.array([datetime.datetime(2020, 1, 1)] * n)),
+        st.just(np.array(['2020-01-01'] * n, dtype='datetime64[D]')),
+        st.just([[0.0] * n, [0.0] * (n + 1)]), st.just('0' * n), st.just(None), st.just({}),
+        st.just([object()] * n), st.just(10 ** 400), st.just([10 ** 400] * n),
+        st.just(np.zeros((2, 3, n + 1))), st.just(np.float64(np.nan)), st.just(True),
+        st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=n, max_size=n),
+        st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=0, max_size=2 * n),
+    )
+
+
+def _calls(model, x, good):
+    """Every public entry point with ``x`` in one argument slot, ``good`` in the others."""
+    frame = model.leaf_frames[-1]
+    return [
+        lambda: model.frame_pose(x, frame), lambda: model.frame_poses(x),
+        lambda: model.jacobian(x, frame), lambda: model.jacobian(good, frame, point=x),
+        lambda: model.jacobian_time_derivative(good, x, frame),
+        lambda: model.frame_twist(good, x, frame),
+        lambda: model.frame_acceleration(good, good, x, frame),
+        lambda: model.inverse_dynamics(x, good, good), lambda: model.inverse_dynamics(good, x, good),
+        lambda: model.inverse_dynamics(good, good, x),
+        lambda: model.inverse_dynamics(good, good, good, {frame: x}),
+        lambda: model.inverse_dynamics(np.stack([good] * 40), np.stack([good] * 40), x),
+        lambda: model.gravity_torques(x), lambda: model.bias_torques(good, x),
+        lambda: model.coriolis_matrix(x, good), lambda: model.mass_matrix(x),
+        lambda: model.forward_dynamics(good, good, x),
+        lambda: model.forward_dynamics(good, x, good),
+        lambda: model.kinetic_energy(good, x), lambda: model.potential_energy(x),
+        lambda: model.center_of_mass(x), lambda: model.center_of_mass_jacobian(x),
+        lambda: model.wrench_torques(good, frame, x), lambda: model.wrench_torques(x, frame, good[:1].repeat(6)),
+        lambda: model.q_from_names(model.joint_names, x),
+        lambda: model.integrate(good, x, 0.1), lambda: model.difference(good, x),
+        lambda: model.make_settings(gravity=x), lambda: model.make_settings(rotor_inertia=x),
+        lambda: model.make_settings(payloads=[Payload(frame, 1.0, com=x)]),
+        lambda: model.make_settings(payloads=[Payload(frame, x)]),
+        lambda: IKSolver(model).solve(frame, np.eye(4), x, timeout=0.002),
+        lambda: IKSolver(model).solve(frame, x, timeout=0.002),
+        lambda: IKSolver(model).solve(frame, np.eye(4), timeout=x),
+        lambda: IKSolver(model).solve(frame, np.eye(4), position_tolerance=x, timeout=0.002),
+        lambda: IKSolver(model).solve(frame, np.eye(4), weights=x, timeout=0.002),
+        lambda: IKSolver(model).prepare(frame, samples=x),
+    ]
+
+
+@pytest.mark.parametrize('name', sorted(MODELS))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_hostile_values_raise_typed_errors_or_give_finite_results(name, data):
+    model = MODELS[name]
+    good = model.middle_configuration()
+    x = data.draw(_bad_values(model.nq))
+    for call in _calls(model, x, good):
+        with np.errstate(over='raise', invalid='raise', divide='raise'):
+            try:
+                out = call()
+            except DynamicsError:
+                continue
+        for value in (out if isinstance(out, tuple) else (out,)):
+            if isinstance(value, np.ndarray) and value.dtype.kind == 'f':
+                assert np.all(np.isfinite(value))
+
+
+@pytest.mark.parametrize('text', [
+    None, b'<robot/>', 3, '<robot name="r"><link name="a"/>' + '<x>' * 10000,
+    '<robot name="r"><link name="' + 'a' * 100000 + '"/></robot>',
+    '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">]>'
+    '<robot name="&b;"><link name="a"/></robot>',
+])
+def test_hostile_descriptions_raise_typed_errors_or_load(text):
+    try:
+        RobotModel.from_urdf_string(text)
+    except DynamicsError:
+        pass
+
+
+def test_models_without_moving_joints_answer_with_empty_results():
+    model = RobotModel.from_urdf_string('<robot name="r"><link name="a"/><link name="b"/>'
+                                        '<joint name="j" type="fixed"><parent link="a"/>'
+                                        '<child link="b"/></joint></robot>')
+    q = np.zeros(0)
+    assert model.inverse_dynamics(q, q, q).shape == (0,)
+    assert model.inverse_dynamics(np.zeros((5, 0)), np.zeros((5, 0)), np.zeros((5, 0))).shape \
+        == (5, 0)
+    assert model.gravity_torques(q).shape == (0,) and model.mass_matrix(q).shape == (0, 0)
+    assert model.forward_dynamics(q, q, q).shape == (0,)
+    assert model.jacobian(q, 'b').shape == (6, 0)
+    np.testing.assert_allclose(model.frame_pose(q, 'b'), np.eye(4))
+
+
+def test_a_moving_subtree_without_mass_is_named_by_forward_dynamics():
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+        '<parent link="a"/><child link="b"/><limit lower="-1" upper="1" effort="1" '
+        'velocity="1"/></joint></robot>')
+    q = np.zeros(1)
+    with pytest.raises(DynamicsError, match=r"singular; joints that move no mass or inertia: "
+                                            r"\['j'\]"):
+        model.forward_dynamics(q, q, q)
