@@ -1,5 +1,6 @@
 """Hostile inputs to every public engine entry point: only typed errors (DynamicsError), and
-no NaN, Inf or overflow from what is accepted."""
+no NaN, Inf or overflow from what is accepted.
+"""
 import datetime
 
 from hypothesis import HealthCheck, given, settings
@@ -37,7 +38,8 @@ def _calls(model, x, good):
         lambda: model.jacobian_time_derivative(good, x, frame),
         lambda: model.frame_twist(good, x, frame),
         lambda: model.frame_acceleration(good, good, x, frame),
-        lambda: model.inverse_dynamics(x, good, good), lambda: model.inverse_dynamics(good, x, good),
+        lambda: model.inverse_dynamics(x, good, good),
+        lambda: model.inverse_dynamics(good, x, good),
         lambda: model.inverse_dynamics(good, good, x),
         lambda: model.inverse_dynamics(good, good, good, {frame: x}),
         lambda: model.inverse_dynamics(np.stack([good] * 40), np.stack([good] * 40), x),
@@ -47,7 +49,8 @@ def _calls(model, x, good):
         lambda: model.forward_dynamics(good, x, good),
         lambda: model.kinetic_energy(good, x), lambda: model.potential_energy(x),
         lambda: model.center_of_mass(x), lambda: model.center_of_mass_jacobian(x),
-        lambda: model.wrench_torques(good, frame, x), lambda: model.wrench_torques(x, frame, good[:1].repeat(6)),
+        lambda: model.wrench_torques(good, frame, x),
+        lambda: model.wrench_torques(x, frame, np.ones(6)),
         lambda: model.q_from_names(model.joint_names, x),
         lambda: model.integrate(good, x, 0.1), lambda: model.difference(good, x),
         lambda: model.make_settings(gravity=x), lambda: model.make_settings(rotor_inertia=x),

@@ -32,7 +32,7 @@ def _translation(x, y, z):
     return T
 
 
-def dh_transform(a, alpha, d, theta):
+def dh_transform(a: float, alpha: float, d: float, theta: float) -> np.ndarray:
     """``Rx(alpha) Tx(a) Rz(theta) Tz(d)`` (4, 4): one modified-DH link transform."""
     return _rx(alpha) @ _translation(a, 0, 0) @ _rz(theta) @ _translation(0, 0, d)
 

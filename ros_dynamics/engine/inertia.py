@@ -12,9 +12,12 @@ rotation R gives ``I' = R I R^T``.
 Units: lengths in the mesh's units after ``scale`` (URDF: [m]), density [kg/m^3], mass [kg],
 inertia [kg m^2].
 """
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError, MeshError, ShapeError
 from .rotations import rpy_from_matrix
@@ -57,7 +60,7 @@ class MassProperties:
                             R @ self.inertia_com @ R.T)
 
 
-def principal(inertia):
+def principal(inertia: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ascending principal moments (3,) and axes (3, 3) (columns, right-handed) of a
     symmetric inertia.
     """
@@ -67,7 +70,8 @@ def principal(inertia):
     return moments, axes
 
 
-def from_moments(volume, mass, com, inertia_com):
+def from_moments(volume: float, mass: float, com: ArrayLike,
+                 inertia_com: np.ndarray) -> MassProperties:
     """:class:`MassProperties` from the mass, center of mass and inertia about it."""
     com = np.asarray(com, dtype=float)
     inertia_com = 0.5 * (inertia_com + inertia_com.T)
@@ -91,7 +95,7 @@ def _mass_scale(volume, density, mass, what):
     return float(rho) * volume
 
 
-def mesh_problems(faces, n_vertices):
+def mesh_problems(faces: np.ndarray, n_vertices: int) -> list[str]:
     """Why a triangle mesh does not bound a solid (empty when it is closed and consistently
     oriented): every directed edge must appear once and its reverse once.
     """
@@ -113,7 +117,8 @@ def mesh_problems(faces, n_vertices):
     return problems
 
 
-def mass_properties(vertices, faces, density=None, mass=None, *, check=True):
+def mass_properties(vertices: ArrayLike, faces: ArrayLike, density: Optional[float] = None,
+                    mass: Optional[float] = None, *, check: bool = True) -> MassProperties:
     """Mass properties of the solid bounded by a closed triangle mesh.
 
     vertices (n, 3) [m], faces (m, 3) vertex indices, counter-clockwise seen from outside.
@@ -158,7 +163,8 @@ def mass_properties(vertices, faces, density=None, mass=None, *, check=True):
     return from_moments(volume, m, com_rel + center, inertia_com)
 
 
-def box_properties(size, density=None, mass=None):
+def box_properties(size: ArrayLike, density: Optional[float] = None,
+                   mass: Optional[float] = None) -> MassProperties:
     """Solid box of edge lengths ``size`` (3,) [m] centred at the origin (URDF ``<box>``)."""
     x, y, z = (float(v) for v in size)
     if min(x, y, z) <= 0:
@@ -169,7 +175,8 @@ def box_properties(size, density=None, mass=None):
     return from_moments(volume, m, np.zeros(3), I)
 
 
-def cylinder_properties(radius, length, density=None, mass=None):
+def cylinder_properties(radius: float, length: float, density: Optional[float] = None,
+                        mass: Optional[float] = None) -> MassProperties:
     """Solid cylinder along z centred at the origin (URDF ``<cylinder>``), [m]."""
     if radius <= 0 or length <= 0:
         raise InvalidInputError(f'cylinder radius and length must be > 0, got {radius}, {length}')
@@ -179,7 +186,8 @@ def cylinder_properties(radius, length, density=None, mass=None):
     return from_moments(volume, m, np.zeros(3), np.diag([side, side, 0.5 * m * radius * radius]))
 
 
-def sphere_properties(radius, density=None, mass=None):
+def sphere_properties(radius: float, density: Optional[float] = None,
+                      mass: Optional[float] = None) -> MassProperties:
     """Solid sphere centred at the origin (URDF ``<sphere>``), [m]."""
     if radius <= 0:
         raise InvalidInputError(f'sphere radius must be > 0, got {radius}')
@@ -188,7 +196,7 @@ def sphere_properties(radius, density=None, mass=None):
     return from_moments(volume, m, np.zeros(3), np.eye(3) * 0.4 * m * radius * radius)
 
 
-def combine(parts):
+def combine(parts: Iterable[MassProperties]) -> MassProperties:
     """Mass properties of a rigid union of solids given in one frame (masses add)."""
     parts = list(parts)
     if not parts:

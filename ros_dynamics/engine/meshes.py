@@ -7,8 +7,10 @@ environment knows the package, else through ``search_paths``; a path that leaves
 ``package://pkg/../other``, is refused), ``file:///abs/path``, or a path relative to the URDF's
 folder. Shape sizes, scales and origins must be finite and at most :data:`MAX_LENGTH` [m].
 """
+from collections.abc import Sequence
 from dataclasses import dataclass
 import os
+from typing import Optional
 
 import numpy as np
 
@@ -21,7 +23,8 @@ from .rotations import matrix_from_rpy
 MAX_LENGTH = 1e6
 
 
-def resolve_uri(uri, base_dir=None, search_paths=()):
+def resolve_uri(uri: str, base_dir: Optional[str] = None,
+                search_paths: Sequence[str] = ()) -> str:
     """Absolute path of a mesh URI; :class:`MeshError` listing what was tried otherwise."""
     tried = []
     if uri.startswith('package://'):
@@ -52,7 +55,7 @@ def resolve_uri(uri, base_dir=None, search_paths=()):
     raise MeshError(f'cannot find mesh {uri!r}; tried {tried or "nothing"}{hint}')
 
 
-def load_mesh(path, scale=(1.0, 1.0, 1.0)):
+def load_mesh(path: str, scale: Sequence[float] = (1.0, 1.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (n, 3) and faces (m, 3) of a mesh file, scaled per axis."""
     try:
         import trimesh
@@ -73,8 +76,10 @@ def load_mesh(path, scale=(1.0, 1.0, 1.0)):
     return vertices, faces
 
 
-def mesh_mass_properties(path, scale=(1, 1, 1), density=None, mass=None, *, search_paths=(),
-                         base_dir=None):
+def mesh_mass_properties(path, scale: Sequence[float] = (1, 1, 1),
+                         density: Optional[float] = None, mass: Optional[float] = None, *,
+                         search_paths: Sequence[str] = (),
+                         base_dir: Optional[str] = None) -> inertia.MassProperties:
     """:class:`~ros_dynamics.engine.inertia.MassProperties` of the solid a mesh file bounds."""
     vertices, faces = load_mesh(resolve_uri(os.fspath(path), base_dir, search_paths), scale)
     return inertia.mass_properties(vertices, faces, density=density, mass=mass)
@@ -97,8 +102,9 @@ class Geometry:
     scale: tuple = (1.0, 1.0, 1.0)
 
 
-def geometry_mass_properties(geometries, density=None, mass=None, *, search_paths=(),
-                             base_dir=None):
+def geometry_mass_properties(geometries: Sequence[Geometry], density: Optional[float] = None,
+                             mass: Optional[float] = None, *, search_paths: Sequence[str] = (),
+                             base_dir: Optional[str] = None) -> inertia.MassProperties:
     """Mass properties (link frame) of the union of a link's shapes, uniform density; with
     ``mass`` the density is the one that gives that total mass.
     """
@@ -119,7 +125,7 @@ def geometry_mass_properties(geometries, density=None, mass=None, *, search_path
     return inertia.from_moments(unit.volume, rho * unit.mass, unit.com, rho * unit.inertia_com)
 
 
-def parse_link_geometry(root, kind='collision'):
+def parse_link_geometry(root, kind: str = 'collision') -> dict[str, list[Geometry]]:
     """Shapes per link from a parsed URDF (``xml.etree`` root): ``{link: [Geometry, ...]}``.
 
     ``kind`` is 'collision' or 'visual'; a link without shapes of that kind falls back to the

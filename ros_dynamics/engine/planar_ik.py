@@ -4,12 +4,13 @@ Arm in the x-y plane, joint angles measured from x, link lengths l1, l2 (, l3) [
 ``x = l1 cos q1 + l2 cos(q1 + q2) (+ l3 cos(q1 + q2 + q3))``, likewise y. A target at distance r
 from the base is reachable by the 2R arm iff ``|l1 - l2| <= r <= l1 + l2``.
 """
+
 import numpy as np
 
 from .exceptions import InvalidInputError
 
 
-def planar_2r_ik(l1, l2, x, y):
+def planar_2r_ik(l1: float, l2: float, x: float, y: float) -> list[tuple[float, float]]:
     """Solutions ``[(q1, q2), ...]`` [rad] reaching (x, y): elbow-down (q2 >= 0) first, then
     elbow-up; one solution at the workspace boundary; ``[]`` when unreachable.
     """
@@ -30,7 +31,8 @@ def planar_2r_ik(l1, l2, x, y):
     return solutions
 
 
-def planar_3r_ik(l1, l2, l3, x, y, phi):
+def planar_3r_ik(l1: float, l2: float, l3: float, x: float, y: float,
+                 phi: float) -> list[tuple[float, float, float]]:
     """Solutions ``[(q1, q2, q3), ...]`` [rad] putting the tip at (x, y) with orientation
     ``phi = q1 + q2 + q3`` [rad]: the wrist point is solved as a 2R arm.
     """

@@ -1,10 +1,12 @@
 """Dynamics of a single free rigid body (Euler's equations)."""
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rotations import as_matrices, as_vectors, cross
 
 
-def euler_angular_acceleration(inertia, omega, torque):
+def euler_angular_acceleration(inertia: ArrayLike, omega: ArrayLike,
+                               torque: ArrayLike) -> np.ndarray:
     """Angular acceleration [rad/s^2] of a free rigid body from Euler's equations.
 
     ``I w_dot + w x (I w) = n``, all in one frame fixed to the body (body axes) with the

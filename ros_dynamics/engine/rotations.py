@@ -22,13 +22,14 @@ angle is free: there it is set to 0.
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError, ShapeError
 
 _EPS = 1e-12
 
 
-def as_vectors(x, size, name):
+def as_vectors(x: ArrayLike, size: int, name: str) -> np.ndarray:
     """Return ``x`` as a float array of shape ``(..., size)`` or raise :class:`ShapeError`."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 0 or x.shape[-1] != size:
@@ -36,7 +37,7 @@ def as_vectors(x, size, name):
     return x
 
 
-def as_matrices(x, size, name):
+def as_matrices(x: ArrayLike, size: int, name: str) -> np.ndarray:
     """Return ``x`` as a float array of shape ``(..., size, size)`` or raise :class:`ShapeError`."""
     x = np.asarray(x, dtype=float)
     if x.ndim < 2 or x.shape[-2:] != (size, size):
@@ -48,7 +49,7 @@ _I1 = np.array([1, 2, 0])
 _I2 = np.array([2, 0, 1])
 
 
-def cross(a, b):
+def cross(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Cross product of 3-vectors over the last axis, broadcasting ``(..., 3)`` arrays.
 
     Same result as ``np.cross``, with a fraction of its overhead on small and batched arrays.
@@ -57,7 +58,7 @@ def cross(a, b):
     return a.take(_I1, -1) * b.take(_I2, -1) - a.take(_I2, -1) * b.take(_I1, -1)
 
 
-def skew(v):
+def skew(v: ArrayLike) -> np.ndarray:
     """Skew-symmetric matrix ``[v]x`` with ``[v]x @ u = cross(v, u)``: (..., 3) -> (..., 3, 3)."""
     v = as_vectors(v, 3, 'v')
     out = np.zeros(v.shape + (3,))
@@ -70,7 +71,7 @@ def skew(v):
     return out
 
 
-def unskew(m):
+def unskew(m: ArrayLike) -> np.ndarray:
     """Vector of the skew-symmetric part of ``m`` (inverse of :func:`skew`), (..., 3)."""
     m = as_matrices(m, 3, 'm')
     return 0.5 * np.stack(
@@ -96,13 +97,13 @@ def _rot_z(a):
     return np.stack([c, -s, z, s, c, z, z, z, o], axis=-1).reshape(a.shape + (3, 3))
 
 
-def matrix_from_rpy(rpy):
+def matrix_from_rpy(rpy: ArrayLike) -> np.ndarray:
     """Rotation matrix from URDF roll-pitch-yaw [rad]: ``(..., 3) -> (..., 3, 3)``."""
     rpy = as_vectors(rpy, 3, 'rpy')
     return _rot_z(rpy[..., 2]) @ _rot_y(rpy[..., 1]) @ _rot_x(rpy[..., 0])
 
 
-def rpy_from_matrix(R):
+def rpy_from_matrix(R: ArrayLike) -> np.ndarray:
     """URDF roll-pitch-yaw [rad] of a rotation matrix: ``(..., 3, 3) -> (..., 3)``.
 
     pitch is in ``[-pi/2, pi/2]``; at pitch = +-pi/2 yaw is set to 0 and roll carries the rest.
@@ -117,24 +118,24 @@ def rpy_from_matrix(R):
     return np.stack([roll, pitch, yaw], axis=-1)
 
 
-def matrix_from_euler_zyx(angles):
+def matrix_from_euler_zyx(angles: ArrayLike) -> np.ndarray:
     """Rotation ``Rz(a) @ Ry(b) @ Rx(c)`` from Euler ZYX angles ``(a, b, c)`` [rad]."""
     angles = as_vectors(angles, 3, 'angles')
     return matrix_from_rpy(angles[..., ::-1])
 
 
-def euler_zyx_from_matrix(R):
+def euler_zyx_from_matrix(R: ArrayLike) -> np.ndarray:
     """Euler ZYX angles ``(a, b, c)`` [rad] with ``R = Rz(a) @ Ry(b) @ Rx(c)``."""
     return rpy_from_matrix(R)[..., ::-1]
 
 
-def matrix_from_euler_zyz(angles):
+def matrix_from_euler_zyz(angles: ArrayLike) -> np.ndarray:
     """Rotation ``Rz(a) @ Ry(b) @ Rz(c)`` from Euler ZYZ angles ``(a, b, c)`` [rad]."""
     angles = as_vectors(angles, 3, 'angles')
     return _rot_z(angles[..., 0]) @ _rot_y(angles[..., 1]) @ _rot_z(angles[..., 2])
 
 
-def euler_zyz_from_matrix(R):
+def euler_zyz_from_matrix(R: ArrayLike) -> np.ndarray:
     """Euler ZYZ angles ``(a, b, c)`` [rad], ``b`` in ``[0, pi]``; at b = 0 or pi, a = 0."""
     R = as_matrices(R, 3, 'R')
     sb = np.hypot(R[..., 0, 2], R[..., 1, 2])
@@ -150,7 +151,7 @@ def _sinc(x):
     return np.sinc(x / np.pi)
 
 
-def exp_so3(w):
+def exp_so3(w: ArrayLike) -> np.ndarray:
     """Rotation matrix (..., 3, 3) of the rotation vector ``w`` = angle * unit axis [rad]."""
     w = as_vectors(w, 3, 'w')
     theta = np.linalg.norm(w, axis=-1)[..., None, None]
@@ -160,7 +161,7 @@ def exp_so3(w):
     return np.eye(3) + a * K + b * (K @ K)
 
 
-def log_so3(R):
+def log_so3(R: ArrayLike) -> np.ndarray:
     """Rotation vector (angle in ``[0, pi]`` times unit axis) of a rotation matrix.
 
     Accurate near 0 and near pi, where the axis is read from the symmetric part of ``R``.
@@ -181,7 +182,7 @@ def log_so3(R):
     return np.where((c < -0.5)[..., None], w_large, w_small)
 
 
-def matrix_from_axis_angle(axis, angle):
+def matrix_from_axis_angle(axis: ArrayLike, angle: ArrayLike) -> np.ndarray:
     """Rotation by ``angle`` [rad] about ``axis`` (normalised here; a zero axis is an error)."""
     axis = as_vectors(axis, 3, 'axis')
     norm = np.linalg.norm(axis, axis=-1, keepdims=True)
@@ -190,7 +191,7 @@ def matrix_from_axis_angle(axis, angle):
     return exp_so3(axis / norm * np.asarray(angle, dtype=float)[..., None])
 
 
-def axis_angle_from_matrix(R):
+def axis_angle_from_matrix(R: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Unit axis (..., 3) and angle (...) in ``[0, pi]`` of a rotation; axis z at angle 0."""
     w = log_so3(R)
     angle = np.linalg.norm(w, axis=-1)
@@ -199,7 +200,7 @@ def axis_angle_from_matrix(R):
     return axis, angle
 
 
-def matrix_z_to(axis):
+def matrix_z_to(axis: ArrayLike) -> np.ndarray:
     """A rotation ``R`` (3, 3) with ``R @ e_z = axis`` for a unit ``axis`` (3,): the shortest
     turn, or a half turn about x when ``axis`` is ``-e_z``.
     """
@@ -229,19 +230,19 @@ def _quat_xyzw_from_one_matrix(R):
     return np.array([sign * v / norm for v in q])
 
 
-def quat_wxyz_from_xyzw(quat_xyzw):
+def quat_wxyz_from_xyzw(quat_xyzw: ArrayLike) -> np.ndarray:
     """Reorder a quaternion from ROS (x, y, z, w) to scalar-first (w, x, y, z)."""
     q = as_vectors(quat_xyzw, 4, 'quat_xyzw')
     return q[..., [3, 0, 1, 2]]
 
 
-def quat_xyzw_from_wxyz(quat_wxyz):
+def quat_xyzw_from_wxyz(quat_wxyz: ArrayLike) -> np.ndarray:
     """Reorder a quaternion from scalar-first (w, x, y, z) to ROS (x, y, z, w)."""
     q = as_vectors(quat_wxyz, 4, 'quat_wxyz')
     return q[..., [1, 2, 3, 0]]
 
 
-def normalize_quat(quat, name='quat'):
+def normalize_quat(quat: ArrayLike, name: str = 'quat') -> np.ndarray:
     """Unit quaternion (any component order); raises on a zero, NaN or infinite quaternion."""
     q = as_vectors(quat, 4, name)
     if not np.all(np.isfinite(q)):
@@ -253,7 +254,7 @@ def normalize_quat(quat, name='quat'):
     return q / norm
 
 
-def matrix_from_quat_xyzw(quat_xyzw):
+def matrix_from_quat_xyzw(quat_xyzw: ArrayLike) -> np.ndarray:
     """Rotation matrix of a quaternion in ROS order (x, y, z, w); normalised first."""
     x, y, z, w = np.moveaxis(normalize_quat(quat_xyzw, 'quat_xyzw'), -1, 0)
     return np.stack([
@@ -263,7 +264,7 @@ def matrix_from_quat_xyzw(quat_xyzw):
     ], axis=-1).reshape(x.shape + (3, 3))
 
 
-def quat_xyzw_from_matrix(R):
+def quat_xyzw_from_matrix(R: ArrayLike) -> np.ndarray:
     """Unit quaternion (x, y, z, w) with w >= 0 of a rotation matrix (Shepperd's method)."""
     R = as_matrices(R, 3, 'R')
     if R.ndim == 2:

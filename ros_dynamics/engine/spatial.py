@@ -10,7 +10,9 @@ The one 6-vector order of the whole engine is ``[linear; angular]``:
 letters chain: ``T_a_c = T_a_b @ T_b_c``. ``adjoint(T_a_b)`` maps a motion vector expressed in b
 (at b's origin) to the same motion expressed in a (at a's origin).
 """
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rotations import (
     _sinc,
@@ -24,7 +26,7 @@ from .rotations import (
 )
 
 
-def transform(R, p):
+def transform(R: ArrayLike, p: ArrayLike) -> np.ndarray:
     """Homogeneous transform from a rotation ``(..., 3, 3)`` and a translation ``(..., 3)``."""
     R = as_matrices(R, 3, 'R')
     p = as_vectors(p, 3, 'p')
@@ -36,19 +38,19 @@ def transform(R, p):
     return T
 
 
-def transform_from_xyz_rpy(xyz, rpy):
+def transform_from_xyz_rpy(xyz: ArrayLike, rpy: ArrayLike) -> np.ndarray:
     """Transform of a URDF ``<origin xyz=... rpy=...>`` [m, rad]."""
     return transform(matrix_from_rpy(rpy), xyz)
 
 
-def inverse_transform(T):
+def inverse_transform(T: ArrayLike) -> np.ndarray:
     """``T_b_a`` from ``T_a_b``: ``(..., 4, 4) -> (..., 4, 4)``."""
     T = as_matrices(T, 4, 'T')
     Rt = np.swapaxes(T[..., :3, :3], -1, -2)
     return transform(Rt, -(Rt @ T[..., :3, 3:4])[..., 0])
 
 
-def exp_se3(xi):
+def exp_se3(xi: ArrayLike) -> np.ndarray:
     """Transform reached by following the twist ``xi = [v; w]`` for unit time.
 
     (..., 6) -> (..., 4, 4).
@@ -63,7 +65,7 @@ def exp_se3(xi):
     return transform(exp_so3(w), (V @ v[..., None])[..., 0])
 
 
-def log_se3(T):
+def log_se3(T: ArrayLike) -> np.ndarray:
     """Twist ``[v; w]`` whose :func:`exp_se3` is ``T`` (rotation angle in ``[0, pi]``)."""
     T = as_matrices(T, 4, 'T')
     w = log_so3(T[..., :3, :3])
@@ -86,7 +88,7 @@ def _one_minus_sinc_over_t2(theta):
     return np.where(small, 1.0 / 6.0 - theta ** 2 / 120.0, (t - np.sin(t)) / t ** 3)
 
 
-def adjoint(T_a_b):
+def adjoint(T_a_b: ArrayLike) -> np.ndarray:
     """Adjoint ``(..., 6, 6)`` mapping motion vectors in b to motion vectors in a.
 
     ``[[R, [p]x R], [0, R]]`` for ``T_a_b = (R, p)`` in the ``[linear; angular]`` order. Its
@@ -101,7 +103,7 @@ def adjoint(T_a_b):
     return out
 
 
-def cross_motion(v, m):
+def cross_motion(v: ArrayLike, m: ArrayLike) -> np.ndarray:
     """Motion cross product ``v x m`` of motion vectors ``(..., 6)``: the rate of change of ``m``
     when it moves with velocity ``v``.
     """
@@ -112,7 +114,7 @@ def cross_motion(v, m):
                            cross(w, m[..., 3:])], axis=-1)
 
 
-def cross_force(v, f):
+def cross_force(v: ArrayLike, f: ArrayLike) -> np.ndarray:
     """Force cross product ``v x* f`` of a motion vector and a force vector ``(..., 6)``."""
     v = as_vectors(v, 6, 'v')
     f = as_vectors(f, 6, 'f')
@@ -121,7 +123,7 @@ def cross_force(v, f):
                            cross(v[..., :3], f[..., :3]) + cross(w, f[..., 3:])], axis=-1)
 
 
-def motion_cross_matrix(v):
+def motion_cross_matrix(v: ArrayLike) -> np.ndarray:
     """Matrix ``(..., 6, 6)`` of ``m -> v x m`` (Featherstone's ``crm``)."""
     v = as_vectors(v, 6, 'v')
     out = np.zeros(v.shape[:-1] + (6, 6))
@@ -132,12 +134,12 @@ def motion_cross_matrix(v):
     return out
 
 
-def force_cross_matrix(v):
+def force_cross_matrix(v: ArrayLike) -> np.ndarray:
     """Matrix ``(..., 6, 6)`` of ``f -> v x* f`` (Featherstone's ``crf = -crm^T``)."""
     return -np.swapaxes(motion_cross_matrix(v), -1, -2)
 
 
-def spatial_inertia(mass, com, inertia_com):
+def spatial_inertia(mass: ArrayLike, com: ArrayLike, inertia_com: ArrayLike) -> np.ndarray:
     """6x6 spatial inertia about a frame's origin from mass [kg], center of mass ``com`` [m] and
     rotational inertia about the center of mass ``inertia_com`` [kg m^2], all in that frame.
 
@@ -158,7 +160,7 @@ def spatial_inertia(mass, com, inertia_com):
     return out
 
 
-def transform_wrench(T_a_b, wrench_b):
+def transform_wrench(T_a_b: ArrayLike, wrench_b: ArrayLike) -> np.ndarray:
     """Wrench ``[f; n]`` given in frame b (moment about b's origin) expressed in frame a (moment
     about a's origin): ``(..., 4, 4), (..., 6) -> (..., 6)``.
     """
@@ -170,7 +172,7 @@ def transform_wrench(T_a_b, wrench_b):
     return np.concatenate([f, n], axis=-1)
 
 
-def parallel_axis(mass, offset):
+def parallel_axis(mass: ArrayLike, offset: ArrayLike) -> np.ndarray:
     """Steiner term ``m (|c|^2 E - c c^T)`` (..., 3, 3): the inertia a point mass ``mass`` [kg]
     at ``offset`` (..., 3) [m] adds about the origin.
     """
@@ -181,7 +183,8 @@ def parallel_axis(mass, offset):
                                     - offset[..., :, None] * offset[..., None, :])
 
 
-def lump_inertias(mass, com, inertia_com):
+def lump_inertias(mass: ArrayLike, com: ArrayLike,
+                  inertia_com: ArrayLike) -> tuple[float, np.ndarray, np.ndarray]:
     """Mass properties of a rigid union of parts given in one frame.
 
     ``mass`` (k,) [kg], ``com`` (k, 3) [m] and ``inertia_com`` (k, 3, 3) [kg m^2] (about each
