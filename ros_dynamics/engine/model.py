@@ -534,7 +534,8 @@ class RobotModel(AlgorithmEntryPoints):
 
     @property
     def total_mass(self) -> float:
-        """Mass [kg] of the bodies the joints move, payloads included; the fixed base (the root
-        link and links fixed to it) is not counted, as in Pinocchio.
+        """Mass [kg] of the bodies the joints move, payloads included; a fixed base (the root
+        link and links fixed to it) is not counted, as in Pinocchio; a floating or planar base
+        is (a root joint moves it).
         """
         return float(np.sum(self._settings.body_mass[1:]))
