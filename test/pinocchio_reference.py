@@ -1,31 +1,42 @@
 """Pinocchio, the reference implementation, set up to answer for one of our models.
 
-Joints are matched by name. Pinocchio stores a continuous joint as (cos, sin); it treats URDF
-mimic joints as independent, so our configuration is expanded to every moving joint and results
-are folded back with the mimic matrix G
-(``tau = G^T tau_pin``, ``M = G^T M_pin G``, ``J = J_pin G``).
+Joints are matched by name; a model loaded with a root joint is compared with Pinocchio's model
+built with the same root joint (a free flyer or a planar joint named ``root_joint``). Pinocchio
+stores a continuous joint as (cos, sin); it treats URDF mimic joints as independent, so our
+configuration is expanded to every moving joint and results are folded back with the mimic
+matrix G (``tau = G^T tau_pin``, ``M = G^T M_pin G``, ``J = J_pin G``).
 """
 import numpy as np
 import pinocchio as pin
+
+ROOT_JOINTS = {None: None, 'floating': pin.JointModelFreeFlyer, 'planar': pin.JointModelPlanar}
 
 
 class Reference:
     def __init__(self, model, path):
         self.model = model
-        self.pm = pin.buildModelFromUrdf(path)
+        root = ROOT_JOINTS[model.root_joint]
+        self.pm = pin.buildModelFromUrdf(path) if root is None else \
+            pin.buildModelFromUrdf(path, root())
         self.pd = self.pm.createData()
         pm = self.pm
-        idx_v = [pm.joints[pm.getJointId(n)].idx_v for n in model.moving_joint_names]
-        assert pm.nv == model.n_moving, (pm.nv, model.n_moving)
-        self.G = np.zeros((pm.nv, model.nq))
+        assert pm.nv == model.n_dof, (pm.nv, model.n_dof)
+        idx_v = [pm.joints[pm.getJointId(n)].idx_v + i
+                 for n, m in zip(model.moving_joint_names, model.joint_models)
+                 for i in range(m.nv)]
+        self.G = np.zeros((pm.nv, model.nv))
         self.G[idx_v] = model.mimic_matrix
 
     def q(self, q):
         out = pin.neutral(self.pm)
-        qj = self.model.joint_positions(np.asarray(q, dtype=float))
+        q = np.asarray(q, dtype=float)
+        qj = self.model.joint_positions(q)
+        start = {k: iq for k, _, iq, _ in self.model.multi_dof_joints}
         for k, name in enumerate(self.model.moving_joint_names):
             j = self.pm.joints[self.pm.getJointId(name)]
-            if j.nq == 2:
+            if k in start:
+                out[j.idx_q:j.idx_q + j.nq] = q[start[k]:start[k] + j.nq]
+            elif j.nq == 2:
                 out[j.idx_q:j.idx_q + 2] = [np.cos(qj[k]), np.sin(qj[k])]
             else:
                 out[j.idx_q] = qj[k]
@@ -45,8 +56,21 @@ class Reference:
 
 
 def random_state(model, rng):
-    """Random q within the limits (or [-pi, pi]), and random qd, qdd."""
-    lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
-    hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
-    q = rng.uniform(lo, hi)
-    return q, rng.normal(size=model.nq), rng.normal(size=model.nq)
+    """Random q within the limits (or [-pi, pi]; a random placement of floating and planar
+    joints), and random qd, qdd.
+    """
+    q = model.random_configuration(rng)
+    return q, rng.normal(size=model.nv), rng.normal(size=model.nv)
+
+
+def rel_error(actual, desired):
+    """Largest difference relative to the largest reference entry (at least 1)."""
+    desired = np.asarray(desired, dtype=float)
+    scale = max(1.0, float(np.max(np.abs(desired), initial=0.0)))
+    return float(np.max(np.abs(np.asarray(actual) - desired), initial=0.0)) / scale
+
+
+def rel_close(actual, desired, rtol=1e-9):
+    assert np.shape(actual) == np.shape(desired), (np.shape(actual), np.shape(desired))
+    error = rel_error(actual, desired)
+    assert error <= rtol, f'relative error {error:.3g} > {rtol:g}'

@@ -50,6 +50,20 @@ TALOS = 'talos_data/robots/talos_reduced.urdf'                  # branched human
 TIAGO = 'tiago_description/robots/tiago.urdf'                   # prismatic torso joint
 PR2 = 'pr2_description/urdf/pr2.urdf'                           # branched, prismatic, continuous
 COMPARED = [PANDA, UR5, KINOVA, TALOS, TIAGO, PR2]
+# Humanoids and quadrupeds compared with a floating base (a free flyer, as Pinocchio's root_joint).
+SOLO12 = 'solo_description/robots/solo12.urdf'
+ANYMAL = 'anymal_b_simple_description/robots/anymal.urdf'
+GO1 = 'go1_description/urdf/go1.urdf'
+ROMEO = 'romeo_description/urdf/romeo_small.urdf'
+ICUB = 'icub_description/robots/icub_reduced.urdf'
+FLOATING = [TALOS, SOLO12, ANYMAL, GO1, ROMEO, ICUB]
+
+
+def load_floating(path, root_joint='floating'):
+    """Model of a URDF file with a root joint, inertia warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return RobotModel.from_urdf_file(path, root_joint=root_joint)
 
 
 # A small branched tree written for the tests: a continuous joint, revolute joints, a mimic

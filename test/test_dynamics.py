@@ -5,7 +5,7 @@ Checked against Pinocchio on real robots and by cross-algorithm identities.
 
 import numpy as np
 import pinocchio as pin
-from pinocchio_reference import Reference, random_state
+from pinocchio_reference import Reference, random_state, rel_close
 import pytest
 from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, erd, load
 
@@ -17,11 +17,6 @@ from ros_dynamics.engine import (
     ShapeError,
     rnea_batch,
 )
-
-
-def rel_close(actual, desired, rtol=1e-9):
-    scale = max(1.0, float(np.max(np.abs(desired))))
-    np.testing.assert_allclose(actual, desired, rtol=0, atol=rtol * scale)
 
 
 @pytest.fixture(scope='module', params=COMPARED)

@@ -7,11 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import numpy as np
 import pytest
-from robots import DEMO_ARM, TREE_URDF, load
+from robots import DEMO_ARM, SOLO12, TREE_URDF, erd, load
 
 from ros_dynamics.engine import DynamicsError, IKSolver, Payload, RobotModel
 
-MODELS = {'demo': load(DEMO_ARM), 'tree': RobotModel.from_urdf_string(TREE_URDF)}
+MODELS = {'demo': load(DEMO_ARM), 'tree': RobotModel.from_urdf_string(TREE_URDF),
+          'solo12 floating': RobotModel.from_urdf_file(erd(SOLO12), root_joint='floating')}
 
 
 def _bad_values(n):
@@ -29,24 +30,26 @@ def _bad_values(n):
     )
 
 
-def _calls(model, x, good):
-    """Every public entry point with ``x`` in one argument slot, ``good`` in the others."""
+def _calls(model, x, good, v):
+    """Every public entry point with ``x`` in one argument slot, good values in the others:
+    ``good`` a configuration (nq,), ``v`` a velocity (nv,).
+    """
     frame = model.leaf_frames[-1]
     return [
         lambda: model.frame_pose(x, frame), lambda: model.frame_poses(x),
         lambda: model.jacobian(x, frame), lambda: model.jacobian(good, frame, point=x),
         lambda: model.jacobian_time_derivative(good, x, frame),
         lambda: model.frame_twist(good, x, frame),
-        lambda: model.frame_acceleration(good, good, x, frame),
-        lambda: model.inverse_dynamics(x, good, good),
-        lambda: model.inverse_dynamics(good, x, good),
-        lambda: model.inverse_dynamics(good, good, x),
-        lambda: model.inverse_dynamics(good, good, good, {frame: x}),
-        lambda: model.inverse_dynamics(np.stack([good] * 40), np.stack([good] * 40), x),
+        lambda: model.frame_acceleration(good, v, x, frame),
+        lambda: model.inverse_dynamics(x, v, v),
+        lambda: model.inverse_dynamics(good, x, v),
+        lambda: model.inverse_dynamics(good, v, x),
+        lambda: model.inverse_dynamics(good, v, v, {frame: x}),
+        lambda: model.inverse_dynamics(np.stack([good] * 40), np.stack([v] * 40), x),
         lambda: model.gravity_torques(x), lambda: model.bias_torques(good, x),
-        lambda: model.coriolis_matrix(x, good), lambda: model.mass_matrix(x),
-        lambda: model.forward_dynamics(good, good, x),
-        lambda: model.forward_dynamics(good, x, good),
+        lambda: model.coriolis_matrix(x, v), lambda: model.mass_matrix(x),
+        lambda: model.forward_dynamics(good, v, x),
+        lambda: model.forward_dynamics(good, x, v),
         lambda: model.kinetic_energy(good, x), lambda: model.potential_energy(x),
         lambda: model.center_of_mass(x), lambda: model.center_of_mass_jacobian(x),
         lambda: model.wrench_torques(good, frame, x),
@@ -70,9 +73,9 @@ def _calls(model, x, good):
 @given(data=st.data())
 def test_hostile_values_raise_typed_errors_or_give_finite_results(name, data):
     model = MODELS[name]
-    good = model.middle_configuration()
+    good, v = model.middle_configuration(), np.zeros(model.nv)
     x = data.draw(_bad_values(model.nq))
-    for call in _calls(model, x, good):
+    for call in _calls(model, x, good, v):
         with np.errstate(over='raise', invalid='raise', divide='raise'):
             try:
                 out = call()

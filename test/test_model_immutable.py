@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 import pytest
-from robots import DEMO_ARM, PANDA, TREE_URDF, erd, load
+from robots import DEMO_ARM, PANDA, SOLO12, TREE_URDF, erd, load, load_floating
 
 from ros_dynamics.engine import IKSolver, ModelError, Payload, RobotModel, jacobians, kinematics
 
@@ -30,7 +30,7 @@ def fingerprint(model):
 def every_public_algorithm(model, rng):
     """Call every entry point of the model and of the algorithm modules once."""
     q = model.random_configuration(rng)
-    qd, qdd = rng.normal(size=(2, model.nq))
+    qd, qdd = rng.normal(size=(2, model.nv))
     Q = model.random_configuration(rng, size=3 * model.n_moving)
     frame = model.leaf_frames[-1]
     model.frame_pose(q, frame)
@@ -43,7 +43,8 @@ def every_public_algorithm(model, rng):
         model.frame_acceleration(q, qd, qdd, frame, convention)
     model.relative_motion(q, qd, qdd, frame, model.root_link, frame, model.root_link)
     model.inverse_dynamics(q, qd, qdd, {frame: np.ones(6)}, friction=True)
-    model.inverse_dynamics(Q, Q, Q, friction=True)              # the trajectory kernel
+    V = rng.normal(size=(len(Q), model.nv))
+    model.inverse_dynamics(Q, V, V, friction=True)              # the trajectory kernel
     model.gravity_torques(Q)
     model.bias_torques(q, qd)
     model.coriolis_matrix(q, qd)
@@ -54,6 +55,10 @@ def every_public_algorithm(model, rng):
     model.center_of_mass(q)
     model.center_of_mass_jacobian(q)
     model.wrench_torques(q, frame, np.ones(6))
+    model.centroidal_momentum_matrix(Q)
+    model.centroidal_momentum(q, qd)
+    if model.root_joint is not None:
+        model.contact_gravity_torques(model.neutral(), model.leaf_frames, friction=0.8)
     model.q_from_names(model.joint_names[:1], [0.1], default=q)
     model.joint_state_from_q(q)
     model.integrate(q, qd, 0.01)
@@ -68,12 +73,13 @@ def every_public_algorithm(model, rng):
     solver.solve(frame, model.frame_pose(q, frame), timeout=0.05, rng=0)
 
 
-@pytest.mark.parametrize('robot', ['demo', 'tree', 'panda'])
+@pytest.mark.parametrize('robot', ['demo', 'tree', 'panda', 'solo12 floating'])
 def test_no_public_algorithm_changes_the_model(robot):
     model = {'demo': lambda: load(DEMO_ARM), 'tree': lambda: RobotModel.from_urdf_string(TREE_URDF),
-             'panda': lambda: load(erd(PANDA))}[robot]()
+             'panda': lambda: load(erd(PANDA)),
+             'solo12 floating': lambda: load_floating(erd(SOLO12))}[robot]()
     model.update_settings(payloads=[Payload(model.leaf_frames[0], 1.2, [0, 0, 0.05])],
-                          rotor_inertia=np.full(model.nq, 0.01))
+                          rotor_inertia=np.full(model.nv, 0.01))
     before, settings = fingerprint(model), model.settings
     every_public_algorithm(model, np.random.default_rng(7))
     assert fingerprint(model) == before and model.settings is settings

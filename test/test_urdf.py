@@ -33,8 +33,6 @@ BAD_URDFS = {
     'duplicate_link.urdf': r"duplicate link name 'b'",
     'duplicate_joint.urdf': r"duplicate joint name 'j1'",
     'unknown_joint_type.urdf': r"joint 'j1': unsupported type 'ball'",
-    'floating_joint.urdf': r"joint 'j1': unsupported type 'floating'.*fixed base",
-    'planar_joint.urdf': r"joint 'j1': unsupported type 'planar'",
     'revolute_without_limits.urdf': r"joint 'j1': a revolute joint needs a <limit>",
     'prismatic_without_limits.urdf': r"joint 'j1': a prismatic joint needs a <limit>",
     'lower_above_upper.urdf': r"joint 'j1': position limits lower=1.0 > upper=-1.0",
@@ -63,8 +61,17 @@ LENIENT_URDFS = {
 }
 
 
+# File in test/multi_dof_urdf -> (nq, nv, joint types): floating and planar joints in the tree
+# load as Pinocchio loads them (checked against it in test_floating_base.py).
+MULTI_DOF_URDFS = {
+    'floating_joint.urdf': (7, 6, ('floating',)),
+    'planar_joint.urdf': (4, 3, ('planar',)),
+}
+
+
 def test_catalogue_covers_every_file():
     assert sorted(os.listdir(os.path.join(HERE, 'bad_urdf'))) == sorted(BAD_URDFS)
+    assert sorted(os.listdir(os.path.join(HERE, 'multi_dof_urdf'))) == sorted(MULTI_DOF_URDFS)
     assert sorted(os.listdir(os.path.join(HERE, 'warn_urdf'))) == sorted(WARN_URDFS)
     assert sorted(os.listdir(os.path.join(HERE, 'lenient_urdf'))) == sorted(LENIENT_URDFS)
 
@@ -130,6 +137,34 @@ def test_bad_urdf_raises_a_typed_error_naming_the_fault(name):
         text = f.read()
     with pytest.raises(UrdfError, match=BAD_URDFS[name]):
         RobotModel.from_urdf_string(text)
+
+
+@pytest.mark.parametrize('name', sorted(MULTI_DOF_URDFS))
+def test_floating_and_planar_joints_in_the_tree_load(name):
+    nq, nv, types = MULTI_DOF_URDFS[name]
+    model = RobotModel.from_urdf_file(os.path.join(HERE, 'multi_dof_urdf', name), strict=True)
+    assert (model.nq, model.nv, model.joint_types) == (nq, nv, types)
+    assert model.actuated_joint_names == () and len(model.q_names) == nq
+    np.testing.assert_array_equal(model.lower_limits[:2], -np.inf)   # <limit> ignored
+    with_root = RobotModel.from_urdf_file(os.path.join(HERE, 'multi_dof_urdf', name),
+                                          root_joint='planar')
+    assert (with_root.nq, with_root.nv) == (nq + 4, nv + 3)
+    assert with_root.joint_names == ('root_joint', 'j1')
+
+
+def test_root_joint_is_checked():
+    with pytest.raises(ModelError, match=r"root_joint: expected one of \(None, 'floating', "
+                                         r"'planar'\), got 'fixed'"):
+        RobotModel.from_urdf_string(TREE_URDF, root_joint='fixed')
+    clash = TREE_URDF.replace('name="waist"', 'name="root_joint"')
+    with pytest.raises(UrdfError, match="a joint of the description is named 'root_joint'"):
+        RobotModel.from_urdf_string(clash, root_joint='floating')
+
+
+def test_a_planar_axis_other_than_z_is_noted():
+    xml = open(os.path.join(HERE, 'multi_dof_urdf', 'planar_joint.urdf')).read()
+    model = RobotModel.from_urdf_string(xml.replace('<axis xyz="0 0 1"/>', '<axis xyz="1 0 0"/>'))
+    assert any("planar joint moves in its frame's x-y plane" in n for n in model.warnings)
 
 
 @pytest.mark.parametrize('name', sorted(WARN_URDFS))

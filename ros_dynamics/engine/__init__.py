@@ -9,16 +9,18 @@ Importable without ROS::
 
 Conventions, written once: 6-vectors are ``[linear; angular]`` (:mod:`.spatial`); ``T_a_b`` is
 the pose of frame b in frame a; *world* is the fixed frame results refer to (the root link's
-frame for a fixed base); quaternions carry their order in their name (``quat_xyzw`` as in ROS
-messages); SI units (REP 103).
+frame for a fixed base, the frame a floating base moves in otherwise); quaternions carry their
+order in their name (``quat_xyzw`` as in ROS messages); SI units (REP 103).
 
 Layout, one module per job: ``rotations``, ``spatial`` (SE(3), spatial algebra, inertia
 lumping); ``joints`` (one joint model per type); ``tree`` / ``urdf`` / ``dh`` (building a
 model); ``model`` (the model, built once and never written) and ``settings`` (its run-time
 dynamic settings, one immutable value); ``kinematics``, ``jacobians``, ``rnea``,
-``rnea_batch``, ``crba``, ``aba`` (algorithms); ``ik_chain``, ``ik_seeds``, ``ik`` (the
-:class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass properties); ``rigid_body``.
+``rnea_batch``, ``crba``, ``aba``, ``centroidal``, ``contacts`` (algorithms); ``ik_chain``,
+``ik_seeds``, ``ik`` (the :class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass
+properties); ``rigid_body``.
 """
+from .contacts import ContactTorques
 from .exceptions import (
                          DynamicsError,
                          InertiaError,
@@ -27,6 +29,7 @@ from .exceptions import (
                          MeshError,
                          ModelError,
                          ShapeError,
+                         StanceError,
                          UnknownFrameError,
                          UnknownJointError,
                          UnknownNameError,
@@ -41,9 +44,9 @@ from .rigid_body import euler_angular_acceleration
 from .settings import DEFAULT_GRAVITY, DynamicSettings, Payload
 
 __all__ = [
-    'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
+    'ContactTorques', 'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
     'InertiaError', 'InertiaWarning', 'InvalidInputError', 'KinematicState', 'MassProperties',
     'MeshError', 'ModelError', 'Payload', 'RelativeMotion', 'RobotModel', 'mass_properties',
-    'mesh_mass_properties', 'ShapeError', 'UnknownFrameError', 'UnknownJointError',
+    'mesh_mass_properties', 'ShapeError', 'StanceError', 'UnknownFrameError', 'UnknownJointError',
     'UnknownNameError', 'UrdfError', 'euler_angular_acceleration',
 ]

@@ -9,6 +9,9 @@ With every quantity at the world origin in world axes no transforms are needed b
 3. forward: ``a = a_p + c_k``, ``qdd_k = (u - U . a) / D``, ``a_b = a + S_k qdd_k``,
    from ``a_0 = [-g; 0]``.
 
+A joint with several degrees of freedom (floating, planar) takes the same steps with ``S_k``
+(6, nv_k), ``D`` (nv_k, nv_k) and ``D^-1`` for the division.
+
 Mimic joints couple joints outside the tree structure ABA exploits; models with mimic joints use
 ``qdd = M^-1 (tau - b)`` (Cholesky) instead.
 """
@@ -21,15 +24,15 @@ from .spatial import cross_force
 
 
 def forward_dynamics(model, state, tau, f_ext=None, f_ext_frame='world', *, friction=False):
-    """``qdd`` (..., nq) from a state computed with q and qd, torques ``tau`` (..., nq) and
+    """``qdd`` (..., nv) from a state computed with q and qd, torques ``tau`` (..., nv) and
     optional external wrenches (as in :func:`ros_dynamics.engine.rnea.inverse_dynamics`).
     """
     state.require('forward dynamics')
     tau = as_finite_array(tau, 'tau')
-    if tau.shape[-1:] != (model.nq,):
-        raise ShapeError(f'tau: expected {model.nq} values, got shape {tau.shape}')
+    if tau.shape[-1:] != (model.nv,):
+        raise ShapeError(f'tau: expected {model.nv} values, got shape {tau.shape}')
     try:
-        tau = np.broadcast_to(tau, state.batch_shape + (model.nq,))
+        tau = np.broadcast_to(tau, state.batch_shape + (model.nv,))
     except ValueError:
         raise ShapeError(f'tau: batch shape {tau.shape[:-1]} does not match q\'s '
                          f'{state.batch_shape}') from None
@@ -76,30 +79,67 @@ def _articulated_body(model, settings, state, tau, f_ext_bodies):
     c = state.S_dot_world * state.qd_joint[..., None]
     rotor = settings.rotor_inertia
     n = model.n_moving
+    # One-DOF joints: U (..., n_dof, 6), D and u (..., n_dof) at the joint's dof; multi-DOF
+    # joints k: multi[k] = (U (..., 6, nv), D^-1 (..., nv, nv), u (..., nv), c_k (..., 6)).
     U = np.empty(S.shape)
-    D = np.empty(S.shape[:-1])
+    D = np.ones(S.shape[:-1])
     u = np.empty(S.shape[:-1])
+    multi = {}
     with np.errstate(divide='ignore', invalid='ignore'):     # D <= 0 is reported below
         for k in range(n - 1, -1, -1):
-            b, p = k + 1, model.joint_parent_body[k]
-            Sk = S[..., k, :]
-            U[..., k, :] = (IA[..., b, :, :] @ Sk[..., None])[..., 0]
-            D[..., k] = np.einsum('...i,...i->...', Sk, U[..., k, :]) + rotor[k]
-            u[..., k] = tau[..., k] - np.einsum('...i,...i->...', Sk, pA[..., b, :])
-            Uk = U[..., k, :]
-            Ia = IA[..., b, :, :] - Uk[..., :, None] * Uk[..., None, :] / D[..., k, None, None]
-            pa = pA[..., b, :] + (Ia @ c[..., k, :, None])[..., 0] \
-                + Uk * (u[..., k] / D[..., k])[..., None]
+            b, p, d = k + 1, model.joint_parent_body[k], model.joint_dof_start[k]
+            if model.joint_models[k].nv == 1:
+                Sk = S[..., d, :]
+                U[..., d, :] = (IA[..., b, :, :] @ Sk[..., None])[..., 0]
+                D[..., d] = np.einsum('...i,...i->...', Sk, U[..., d, :]) + rotor[d]
+                u[..., d] = tau[..., d] - np.einsum('...i,...i->...', Sk, pA[..., b, :])
+                Ud = U[..., d, :]
+                Ia = IA[..., b, :, :] - Ud[..., :, None] * Ud[..., None, :] / D[..., d, None, None]
+                pa = pA[..., b, :] + (Ia @ c[..., d, :, None])[..., 0] \
+                    + Ud * (u[..., d] / D[..., d])[..., None]
+            else:
+                Ia, pa, multi[k] = _multi_dof_step(model, k, IA[..., b, :, :], pA[..., b, :], S, c,
+                                                   tau, rotor)
             IA[..., p, :, :] += Ia
             pA[..., p, :] += pa
     if not np.all(D > 0):
-        raise _singular(model, model.moving_joint_names, D > 0)
+        raise _singular(model, [model.moving_joint_names[j] for j in model.dof_joint], D > 0)
     a = np.empty(state.batch_shape + (model.n_bodies, 6))
     a[..., 0, :] = rnea.gravity_acceleration(settings)
-    qdd = np.empty(state.batch_shape + (n,))
+    qdd = np.empty(state.batch_shape + (model.n_dof,))
     for k in range(n):
-        b, p = k + 1, model.joint_parent_body[k]
-        ak = a[..., p, :] + c[..., k, :]
-        qdd[..., k] = (u[..., k] - np.einsum('...i,...i->...', U[..., k, :], ak)) / D[..., k]
-        a[..., b, :] = ak + S[..., k, :] * qdd[..., k, None]
+        b, p, d = k + 1, model.joint_parent_body[k], model.joint_dof_start[k]
+        if k in multi:
+            Uk, D_inv, uk, ck = multi[k]
+            ak = a[..., p, :] + ck
+            nv = Uk.shape[-1]
+            qdd[..., d:d + nv] = (D_inv @ (uk - (ak[..., None, :] @ Uk)[..., 0, :])[..., None]
+                                  )[..., 0]
+            a[..., b, :] = ak + (qdd[..., None, d:d + nv] @ S[..., d:d + nv, :])[..., 0, :]
+            continue
+        ak = a[..., p, :] + c[..., d, :]
+        qdd[..., d] = (u[..., d] - np.einsum('...i,...i->...', U[..., d, :], ak)) / D[..., d]
+        a[..., b, :] = ak + S[..., d, :] * qdd[..., d, None]
     return qdd
+
+
+def _multi_dof_step(model, k, IA_b, pA_b, S, c, tau, rotor):
+    """Backward step of the multi-DOF joint k: what it passes to its parent (``Ia``, ``pa``)
+    and what the forward pass needs, ``(U, D^-1, u, c_k)``.
+    """
+    d = model.joint_dof_start[k]
+    dofs = slice(d, d + model.joint_models[k].nv)
+    Sk = S[..., dofs, :]                                         # (..., nv, 6)
+    Uk = IA_b @ np.swapaxes(Sk, -1, -2)                          # (..., 6, nv)
+    Dk = Sk @ Uk + np.diag(rotor[dofs])
+    try:
+        D_inv = np.linalg.inv(Dk)
+    except np.linalg.LinAlgError:
+        raise _singular(model, [model.moving_joint_names[k]],
+                        np.zeros(Dk.shape[:-2] + (1,), dtype=bool)) from None
+    uk = tau[..., dofs] - (Sk @ pA_b[..., None])[..., 0]
+    ck = np.sum(c[..., dofs, :], axis=-2)
+    UD = Uk @ D_inv
+    Ia = IA_b - UD @ np.swapaxes(Uk, -1, -2)
+    pa = pA_b + (Ia @ ck[..., None])[..., 0] + (UD @ uk[..., None])[..., 0]
+    return Ia, pa, (Uk, D_inv, uk, ck)

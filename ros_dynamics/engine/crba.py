@@ -1,10 +1,10 @@
 """Joint-space mass matrix (composite-rigid-body algorithm) and Coriolis matrix.
 
-World-coordinate formulation: with ``I_b`` the 6x6 spatial inertia of body b in world and
-``Ic_k`` the composite inertia of everything joint k moves,
-``M[j, k] = S_j . Ic_k S_k`` for j an ancestor of (or equal to) k, mirrored for the other triangle,
-zero between joints on different branches. The full symmetric matrix is returned; rotor inertia
-is added on the diagonal.
+World-coordinate formulation, one row and column per degree of freedom (a floating joint has
+six): with ``I_b`` the 6x6 spatial inertia of body b in world and ``Ic_k`` the composite inertia
+of everything dof k moves, ``M[j, k] = S_j . Ic_k S_k`` for j an ancestor of k or a dof of the
+same joint, mirrored for the other triangle, zero between joints on different branches. The
+full symmetric matrix is returned; rotor inertia is added on the diagonal.
 
 The Coriolis matrix is the Christoffel-symbol factorisation
 ``C = sum_b J_b^T (I_b Jdot_b + B_b J_b)``
@@ -28,26 +28,30 @@ def world_spatial_inertias(settings, state):
 
 
 def _composite(model, per_body):
-    """Sum of per-body 6x6 matrices over each joint's subtree: (..., n_moving, 6, 6)."""
+    """Sum of per-body 6x6 matrices over the subtree of each degree of freedom:
+    (..., n_dof, 6, 6).
+    """
     shape = per_body.shape
     flat = per_body.reshape(shape[:-2] + (36,))
-    return model.subtree_sum(flat).reshape(shape[:-3] + (model.n_moving, 6, 6))
+    return model.subtree_sum(flat).reshape(shape[:-3] + (model.n_dof, 6, 6))
 
 
-def _ancestors(model):
-    """anc[j, k] = 1 when moving joint j is k or one of k's ancestors."""
-    return model.joint_moves_body[1:].T
+def subtree_momenta(model, state):
+    """``Ic_k S_k`` (..., n_dof, 6): per degree of freedom k, the spatial momentum (at the world
+    origin, world axes) of everything it moves when it alone moves at unit rate.
+    """
+    Ic = _composite(model, world_spatial_inertias(state.settings, state))
+    return (Ic @ state.S_world[..., None])[..., 0]
 
 
 def mass_matrix(model, state):
-    """``M(q)`` (..., nq, nq), full, symmetric, rotor inertia included."""
+    """``M(q)`` (..., nv, nv), full, symmetric, rotor inertia included."""
     settings = state.settings
-    Ic = _composite(model, world_spatial_inertias(settings, state))
     S = state.S_world
-    F = (Ic @ S[..., None])[..., 0]                       # Ic_k S_k
+    F = subtree_momenta(model, state)                     # Ic_k S_k
     P = S @ np.swapaxes(F, -1, -2)                        # P[j, k] = S_j . Ic_k S_k
-    upper = P * _ancestors(model)
-    M = upper + np.swapaxes(upper, -1, -2) - P * np.eye(model.n_moving)
+    upper = P * model.dof_ancestor
+    M = upper + np.swapaxes(upper, -1, -2) - P * model.dof_same_joint
     if model.has_mimic:
         G = model.mimic_matrix
         M = G.T @ M @ G
@@ -56,7 +60,7 @@ def mass_matrix(model, state):
 
 
 def coriolis_matrix(model, state):
-    """``C(q, qd)`` (..., nq, nq) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
+    """``C(q, qd)`` (..., nv, nv) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
     state.require('the Coriolis matrix')
     I_b = world_spatial_inertias(state.settings, state)
     V = state.V_world_body
@@ -71,8 +75,8 @@ def coriolis_matrix(model, state):
     ST = np.swapaxes(S, -1, -2)
     near = Z1 @ np.swapaxes(Sd, -1, -2) + Z2 @ ST           # j ancestor-or-self of k: [k, j]
     far = S @ np.swapaxes(Y, -1, -2)                        # k strict ancestor of j: [k, j]
-    anc = _ancestors(model)
-    C = near * anc.T + far * (anc - np.eye(model.n_moving))
+    anc = model.dof_ancestor
+    C = near * anc.T + far * (anc - model.dof_same_joint)
     if model.has_mimic:
         G = model.mimic_matrix
         C = G.T @ C @ G

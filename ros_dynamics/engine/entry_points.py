@@ -5,15 +5,16 @@ Each method runs one forward-kinematics pass for its arguments
 that does the work; none holds state or writes to the model. A caller who needs several results
 for one state computes the pass once (``state = model.kinematics(q, qd)``) and calls the
 modules' functions on it. Every method accepts a leading batch dimension, ``q`` of shape
-``(..., nq)``.
+``(..., nq)``, velocities, accelerations and torques of shape ``(..., nv)``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import numpy as np
 
-from . import aba, crba, jacobians, kinematics, rnea, rnea_batch
+from . import aba, centroidal, contacts, crba, jacobians, kinematics, rnea, rnea_batch
 from .exceptions import ShapeError
 
 ArrayLike = Any
@@ -43,7 +44,7 @@ class AlgorithmEntryPoints:
 
     def jacobian(self, q: ArrayLike, frame, expressed_in: str = 'local_world_aligned',
                  point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Geometric Jacobian (..., 6, nq) of ``frame`` (rows ``[linear; angular]``); see
+        """Geometric Jacobian (..., 6, nv) of ``frame`` (rows ``[linear; angular]``); see
         :mod:`ros_dynamics.engine.jacobians` for the three conventions.
         """
         return jacobians.frame_jacobian(self.kinematics(q), frame, expressed_in, point)
@@ -51,7 +52,7 @@ class AlgorithmEntryPoints:
     def jacobian_time_derivative(self, q: ArrayLike, qd: ArrayLike, frame,
                                  expressed_in: str = 'local_world_aligned',
                                  point: Optional[ArrayLike] = None) -> np.ndarray:
-        """Time derivative (..., 6, nq) of :meth:`jacobian` along the motion (q, qd)."""
+        """Time derivative (..., 6, nv) of :meth:`jacobian` along the motion (q, qd)."""
         return jacobians.jacobian_time_derivative(self.kinematics(q, qd), frame, expressed_in,
                                                   point)
 
@@ -91,7 +92,7 @@ class AlgorithmEntryPoints:
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                          f_ext: Optional[dict[str, ArrayLike]] = None, *,
                          f_ext_frame: str = 'world', friction: bool = False) -> np.ndarray:
-        """Joint torques/forces (..., nq) for the motion (q, qd, qdd) by Newton-Euler (RNEA).
+        """Joint torques/forces (..., nv) for the motion (q, qd, qdd) by Newton-Euler (RNEA).
 
         ``f_ext``: dict frame -> wrench ``[force; torque]`` (6,) or (..., 6) [N, N m] applied to
         that frame, expressed in the world frame at the frame's origin
@@ -99,37 +100,38 @@ class AlgorithmEntryPoints:
         adds the settings' viscous damping and Coulomb friction.
 
         Many states at once (a trajectory) without ``f_ext`` run through
-        :mod:`~ros_dynamics.engine.rnea_batch`, which is built for long batches.
+        :mod:`~ros_dynamics.engine.rnea_batch`, which is built for long batches of one-DOF
+        joints; models with floating or planar joints take the general batched path.
         """
-        q = kinematics.as_joint_vector(self, q, 'q')
+        q = kinematics.as_configuration(self, q)
         states = q[..., 0].size if self.nq else 0
-        if f_ext or q.ndim < 2 or states < rnea_batch.min_states(self):
+        if f_ext or q.ndim < 2 or states < rnea_batch.min_states(self) or self.has_multi_dof:
             state = kinematics.forward_kinematics(self, q, qd, qdd, check=False)  # q checked
             return rnea.inverse_dynamics(self, state, f_ext, f_ext_frame, friction=friction)
         batch = q.shape[:-1]
-        qd = kinematics.as_joint_vector(self, qd, 'qd', batch)
-        qdd = kinematics.as_joint_vector(self, qdd, 'qdd', batch)
+        qd = kinematics.as_velocity(self, qd, 'qd', batch)
+        qdd = kinematics.as_velocity(self, qdd, 'qdd', batch)
         tau = rnea_batch.inverse_dynamics(self, q.reshape(states, self.nq),
                                           qd.reshape(states, self.nq),
                                           qdd.reshape(states, self.nq), friction=friction)
         return tau.reshape(q.shape)
 
     def gravity_torques(self, q: ArrayLike) -> np.ndarray:
-        """Torques (..., nq) that hold the robot still against gravity (payloads included)."""
+        """Torques (..., nv) that hold the robot still against gravity (payloads included)."""
         return rnea.gravity_torques(self, self.kinematics(q))
 
     def bias_torques(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
-        """Coriolis, centrifugal and gravity torques ``C(q, qd) qd + g(q)`` (..., nq)."""
+        """Coriolis, centrifugal and gravity torques ``C(q, qd) qd + g(q)`` (..., nv)."""
         return rnea.bias_torques(self, self.kinematics(q, qd))
 
     def coriolis_matrix(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
-        """Coriolis matrix (..., nq, nq) with ``C qd`` the velocity torques and ``Mdot - 2C``
+        """Coriolis matrix (..., nv, nv) with ``C qd`` the velocity torques and ``Mdot - 2C``
         skew-symmetric (the Christoffel-symbol factorisation).
         """
         return crba.coriolis_matrix(self, self.kinematics(q, qd))
 
     def mass_matrix(self, q: ArrayLike) -> np.ndarray:
-        """Joint-space mass matrix (..., nq, nq), full and symmetric (CRBA), rotor inertia on
+        """Joint-space mass matrix (..., nv, nv), full and symmetric (CRBA), rotor inertia on
         the diagonal.
         """
         return crba.mass_matrix(self, self.kinematics(q))
@@ -137,7 +139,7 @@ class AlgorithmEntryPoints:
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
                          f_ext: Optional[dict[str, ArrayLike]] = None, *,
                          f_ext_frame: str = 'world', friction: bool = False) -> np.ndarray:
-        """Joint accelerations (..., nq) for torques ``tau`` (articulated-body algorithm)."""
+        """Joint accelerations (..., nv) for torques ``tau`` (articulated-body algorithm)."""
         return aba.forward_dynamics(self, self.kinematics(q, qd), tau, f_ext, f_ext_frame,
                                     friction=friction)
 
@@ -156,12 +158,37 @@ class AlgorithmEntryPoints:
         return rnea.center_of_mass(self, self.kinematics(q))
 
     def center_of_mass_jacobian(self, q: ArrayLike) -> np.ndarray:
-        """Jacobian (..., 3, nq) of :meth:`center_of_mass`."""
+        """Jacobian (..., 3, nv) of :meth:`center_of_mass`."""
         return rnea.center_of_mass_jacobian(self, self.kinematics(q))
+
+    def centroidal_momentum_matrix(self, q: ArrayLike) -> np.ndarray:
+        """Centroidal momentum matrix ``A_G`` (..., 6, nv): ``h_G = A_G v``, rows ``[linear;
+        angular]`` in world axes about the center of mass (Pinocchio's ``ccrba``).
+        """
+        return centroidal.centroidal_momentum_matrix(self, self.kinematics(q))
+
+    def centroidal_momentum(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
+        """Centroidal momentum ``h_G`` (..., 6) ``[linear; angular]`` [kg m/s, kg m^2/s] in
+        world axes about the center of mass.
+        """
+        return centroidal.centroidal_momentum(self, self.kinematics(q, qd))
+
+    def contact_gravity_torques(self, q: ArrayLike, contact_frames: Sequence[str],
+                                contact: str = 'point',
+                                friction: Optional[float] = None) -> contacts.ContactTorques:
+        """Torques of the actuated joints (and the contact forces) that hold a floating-base
+        robot still at ``q`` standing on ``contact_frames``: ``contact='point'`` (forces) or
+        ``'wrench'`` (forces and moments, a flat foot); least-norm forces, or inside friction
+        cones of coefficient ``friction`` about the vertical. See
+        :mod:`~ros_dynamics.engine.contacts`; :class:`~ros_dynamics.engine.exceptions.StanceError`
+        when the contacts cannot hold the robot.
+        """
+        return contacts.contact_gravity_torques(self, self.kinematics(q), contact_frames, contact,
+                                                friction)
 
     def wrench_torques(self, q: ArrayLike, frame, wrench: ArrayLike,
                        expressed_in: str = 'local_world_aligned') -> np.ndarray:
-        """Joint torques ``J^T F`` (..., nq) that hold the wrench ``F = [force; torque]`` [N, N m]
+        """Joint torques ``J^T F`` (..., nv) that hold the wrench ``F = [force; torque]`` [N, N m]
         exerted *by* the robot at ``frame`` (``J`` in the same convention as the wrench).
         """
         J = self.jacobian(q, frame, expressed_in)

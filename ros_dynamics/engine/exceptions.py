@@ -66,3 +66,9 @@ class MeshError(DynamicsError, ValueError):
 
 class InertiaWarning(UserWarning):
     """A robot description holds physically impossible or suspicious inertials."""
+
+
+class StanceError(DynamicsError, ValueError):
+    """Contacts cannot hold a floating-base robot still: no contact forces allowed (inside
+    the friction cones, when asked) balance its weight on the base.
+    """

@@ -21,6 +21,7 @@ from .exceptions import InvalidInputError, ShapeError
 from .ik_chain import Chain
 from .ik_search import Search
 from .ik_seeds import SeedTable
+from .spatial import inverse_transform
 
 _EYE3 = np.eye(3)
 
@@ -65,7 +66,7 @@ def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_t
         raise InvalidInputError('T_target: the rotation part is not a rotation matrix')
     if q_seed is None:
         q_seed = model.middle_configuration()
-    q_seed = kinematics.as_joint_vector(model, q_seed, 'q_seed')
+    q_seed = kinematics.as_configuration(model, q_seed, 'q_seed')
     if q_seed.ndim != 1:
         raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
     for name, tol in (('position_tolerance', position_tolerance),
@@ -142,13 +143,14 @@ class IKSolver:
         """Joint positions that put ``tip_frame`` at ``T_target`` (4x4, ``T_world_tip``).
 
         ``q_seed`` (nq,): where the search starts and what the solutions stay close to
-        (default: the middle of the limits). Tolerances in [m] and [rad]; ``position_only``
-        ignores orientation; ``weights`` (6,) weigh the error rows (x, y, z, rx, ry, rz);
-        ``timeout`` [s] of wall-clock time (at most :data:`MAX_TIMEOUT`); ``max_solutions``
-        distinct solutions are collected before returning; ``active_joints``: names of the
-        joints the solver may move (default: every joint that moves the tip), the others keep
-        the seed's values; ``rng``: a seed or ``numpy.random.Generator`` for the restarts.
-        See :class:`IKResult`.
+        (default: the middle of the limits). Only one-DOF joints move: a floating or planar
+        joint above the tip (a floating base) stays where the seed puts it. Tolerances in [m]
+        and [rad]; ``position_only`` ignores orientation; ``weights`` (6,) weigh the error rows
+        (x, y, z, rx, ry, rz); ``timeout`` [s] of wall-clock time (at most
+        :data:`MAX_TIMEOUT`); ``max_solutions`` distinct solutions are collected before
+        returning; ``active_joints``: names of the joints the solver may move (default: every
+        joint that moves the tip), the others keep the seed's values; ``rng``: a seed or
+        ``numpy.random.Generator`` for the restarts. See :class:`IKResult`.
         """
         model = self.model
         deadline = time.monotonic() + _seconds(timeout)
@@ -157,6 +159,10 @@ class IKSolver:
         if position_only:
             w[3:] = 0.0
         chain = self.chain(tip_frame)
+        if chain.root_body:        # below a floating base: the target in the base's frame
+            T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[
+                chain.root_body]
+            T_target = inverse_transform(T_world_root) @ T_target
         active = _active_mask(model, chain, active_joints)
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
@@ -187,7 +193,7 @@ def _active_mask(model, chain, active_joints):
     names = list(active_joints)
     for name in names:
         model.joint_index(name)
-    moved_names = [model.joint_names[i] for i in chain.moved]
+    moved_names = [model.q_names[i] for i in chain.moved]
     mask = np.array([n in set(names) for n in moved_names], dtype=bool)
     if not mask.any():
         raise InvalidInputError(f'active_joints: none of {names} moves the tip; the joints that '

@@ -4,8 +4,11 @@ batch of configurations -- what every IK iteration needs, without the rest of th
 Joint k of the chain is the constant placement ``C_k`` of its z-aligned frame in the previous
 joint's (``RobotModel.joint_z_placement``; the world frame for the first) followed by its joint
 model's transform ``Z_k(x)`` (:mod:`.joints`), linear in ``[cos x, sin x, 1, x]``; the frame hangs
-at ``E`` from the last. So ``C_k Z_k(x)`` is those four terms times a constant basis (one matrix
-product for every joint and configuration), and the frames chain by products.
+at ``E`` from the last. Below a floating or planar joint (a floating base) the chain starts at
+the body that joint moves, :attr:`Chain.root_body`: the IK moves the one-DOF joints only and
+holds that joint where the seed puts it, so poses of the chain are in that body's frame.
+``C_k Z_k(x)`` is those four terms times a constant basis (one matrix product for every joint and
+configuration), and the frames chain by products.
 """
 import numpy as np
 
@@ -20,13 +23,18 @@ _Z = np.array([2, 6, 10])
 
 
 class Chain:
-    """Pose and world-aligned Jacobian of ``frame`` of ``model`` for batches of configurations
-    of the joints that move it (see the module docstring). Immutable once built.
+    """Pose and root-aligned Jacobian of ``frame`` of ``model`` for batches of configurations
+    of the one-DOF joints that move it (see the module docstring). Immutable once built.
     """
 
     def __init__(self, model, frame):
         f = model.frame_index(frame)
         joints = np.flatnonzero(model.joint_moves_body[model.frame_body[f]])   # root first
+        multi = [k for k in joints if model.joint_models[k].nq > 1]
+        #: The body the chain starts from (0, the world, unless a multi-DOF joint moves the
+        #: frame: then the body the last one moves); :meth:`evaluate` gives poses in its frame.
+        self.root_body = multi[-1] + 1 if multi else 0
+        joints = joints[joints >= self.root_body]
         n = len(joints)
         C = model.joint_z_placement[joints]
         Z = np.array([model.joint_models[k].transform_terms for k in joints]).reshape(n, 4, 4, 4)
@@ -44,17 +52,21 @@ class Chain:
         self.angular = motion[:, 5, None, None]
         self.linear = motion[:, 2, None, None]
         self.pure_rotation = bool(np.all(self.angular == 1.0) and np.all(self.linear == 0.0))
-        q_index = model.joint_q_index[joints]
+        q_index = model.joint_q_source[joints]
         self.multiplier = model.joint_multiplier[joints]
         self.offset = model.joint_offset[joints]
-        columns = model.mimic_matrix[joints]        # chain joint rates from independent ones
+        columns = model.mimic_matrix[model.joint_dof_start[joints]]   # chain joint rates from v
         # Chains without mimic joints read their joints' q directly.
         self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
                           and len(set(q_index.tolist())) == n)
-        #: Independent joints that move the frame, in the order of the Jacobian's columns.
-        self.moved = np.flatnonzero(columns.any(axis=0)) if self.mimic else q_index
+        moved_v = np.flatnonzero(columns.any(axis=0))
+        q_of_v = np.zeros(model.nv, dtype=int)
+        q_of_v[model.actuated_v_index] = model.actuated_q_index
+        #: Indices in ``q`` of the independent joints that move the frame, in the order of the
+        #: Jacobian's columns.
+        self.moved = q_of_v[moved_v] if self.mimic else q_index
         self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
-        self.mimic_rows = columns[:, self.moved].T.copy()          # (m, n_chain)
+        self.mimic_rows = columns[:, moved_v].T.copy()             # (m, n_chain)
         moved = self.moved
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
@@ -81,14 +93,15 @@ class Chain:
             X[:, t] -= _TWO_PI * np.round((X[:, t] - self.turn_middle) / _TWO_PI)
 
     def pose_and_jacobian(self, Q):
-        """``T_world_frame`` (B, 4, 4) and the world-aligned Jacobian (B, 6, len(moved)) at
-        ``Q`` (B, nq), its columns those of the joints :attr:`moved` (the others are zero).
+        """``T_root_frame`` (B, 4, 4) and the root-aligned Jacobian (B, 6, len(moved)) at
+        ``Q`` (B, nq), its columns those of the joints :attr:`moved` (the others are zero);
+        root is :attr:`root_body`'s frame, the world for a fixed base.
         """
         T, JT = self.evaluate(Q[:, self.moved])
         return T, np.swapaxes(JT, 1, 2)
 
     def evaluate(self, X):
-        """``T_world_frame`` (B, 4, 4) and the transposed world-aligned Jacobian (B, m, 6) at
+        """``T_root_frame`` (B, 4, 4) and the transposed root-aligned Jacobian (B, m, 6) at
         ``X`` (B, m), the positions of the joints :attr:`moved`.
         """
         B, n = len(X), len(self.basis)
@@ -110,7 +123,7 @@ class Chain:
         return tip, (self.mimic_rows @ JT if self.mimic else JT)
 
     def poses(self, X):
-        """``T_world_frame`` (B, 4, 4) at ``X`` (B, m), the positions of the joints
+        """``T_root_frame`` (B, 4, 4) at ``X`` (B, m), the positions of the joints
         :attr:`moved`.
         """
         if len(self.basis) == 0:
@@ -118,7 +131,9 @@ class Chain:
         return self._frames(X)[1]
 
     def _frames(self, X):
-        """The z-aligned joint frames (n, B, 4, 4) and the frame's pose (B, 4, 4)."""
+        """The z-aligned joint frames (n, B, 4, 4) and the frame's pose (B, 4, 4) in the root
+        frame.
+        """
         n, B = len(self.basis), len(X)
         x = X.take(self.x_index, 1) * self.multiplier + self.offset if self.mimic else X
         x = x.T
@@ -132,7 +147,7 @@ class Chain:
         else:
             L = np.matmul(terms[..., :3], self.basis[:, :3])
         L = L.reshape(n, B, 4, 4)                # C_k Z_k(x_k)
-        T = np.empty_like(L)                     # z-aligned joint frames in the world frame
+        T = np.empty_like(L)                     # z-aligned joint frames in the root frame
         T[0] = L[0]
         for k in range(1, n):
             np.matmul(T[k - 1], L[k], out=T[k])

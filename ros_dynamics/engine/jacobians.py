@@ -1,6 +1,6 @@
 """Frame Jacobians in the three conventions, their time derivatives and frame motion.
 
-``J`` (..., 6, nq) maps joint velocities to a frame's motion 6-vector ``[linear; angular]``:
+``J`` (..., 6, nv) maps joint velocities to a frame's motion 6-vector ``[linear; angular]``:
 ``'world'`` gives the spatial velocity (at the world origin, world axes),
 ``'local_world_aligned'`` the velocity of the frame origin (or of a point fixed in the frame) and
 the angular velocity, in world axes, and ``'local'`` the same in the frame's axes
@@ -31,9 +31,9 @@ def _rotate_rows(R_T, J):
 
 
 def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None):
-    """Geometric Jacobian (..., 6, nq) of ``frame`` (or of ``point`` fixed in it, frame coords).
+    """Geometric Jacobian (..., 6, nv) of ``frame`` (or of ``point`` fixed in it, frame coords).
 
-    Column of moving joint k with spatial motion ``S_k = [s_v; s_w]`` (world, at the world
+    Column of degree of freedom k with spatial motion ``S_k = [s_v; s_w]`` (world, at the world
     origin) for the point p: ``[s_v + s_w x p; s_w]`` in ``local_world_aligned`` (``[z_k x (p -
     p_k); z_k]`` for a revolute joint, ``[z_k; 0]`` for a prismatic one); rotated into the frame
     for ``local``; ``S_k`` itself for ``world``; zero for joints that do not move the frame.
@@ -41,7 +41,7 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
     check_convention(expressed_in)
     m = state.model
     f = m.frame_index(frame)
-    moves = m.joint_moves_body[m.frame_body[f]][:, None]
+    moves = m.dof_moves_body[m.frame_body[f]][:, None]
     S = state.S_world * moves
     if expressed_in == 'world':
         return m.to_independent_columns(np.swapaxes(S, -1, -2))
@@ -55,13 +55,13 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
 
 
 def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', point=None):
-    """Time derivative (..., 6, nq) of :func:`frame_jacobian` along (q, qd); state needs qd."""
+    """Time derivative (..., 6, nv) of :func:`frame_jacobian` along (q, qd); state needs qd."""
     check_convention(expressed_in)
     state.require('jacobian_time_derivative')
     m = state.model
     f = m.frame_index(frame)
     b = m.frame_body[f]
-    moves = m.joint_moves_body[b][:, None]
+    moves = m.dof_moves_body[b][:, None]
     J = np.swapaxes(state.S_world * moves, -1, -2)
     Jdot = np.swapaxes(state.S_dot_world * moves, -1, -2)
     if expressed_in != 'world':

@@ -14,9 +14,10 @@ the user to one of three conventions (Pinocchio's), ``expressed_in``:
   the given point), in world axes (the default: what "end-effector velocity" usually means);
 * ``'local'``: ``[R^T v_p; R^T w]``, the same in the frame's own axes.
 
-Joint types enter only through the model's joint-model arrays (each joint's transform as
-coefficients of ``[cos x, sin x, 1, x]`` and its motion subspace; :mod:`.joints`), so this
-module has no case per joint type.
+Joint types enter only through the model's joint-model arrays (each one-DOF joint's transform
+as coefficients of ``[cos x, sin x, 1, x]``, the motion subspace of every degree of freedom;
+:mod:`.joints`) and the transforms of its multi-DOF joints, so this module has no case per joint
+type.
 
 All arrays take a leading batch dimension: ``q`` of shape ``(..., nq)`` gives results of shape
 ``(..., ...)``.
@@ -27,6 +28,7 @@ import numpy as np
 
 from .checks import MAX_VALUE, as_finite_array
 from .exceptions import InvalidInputError, ShapeError
+from .joints import MIN_UNIT_NORM
 from .rotations import cross
 from .spatial import cross_motion
 
@@ -42,39 +44,65 @@ def check_convention(expressed_in):
                                 f'{expressed_in!r}')
 
 
-def as_joint_vector(model, x, name, batch_shape=None):
-    """``x`` as a finite float array of shape ``(..., nq)`` (see :func:`as_finite_array`);
-    :class:`ShapeError` for another last dimension or a batch shape that does not match.
-    """
+def _coordinates(model, x, name, size, names, batch_shape):
     x = as_finite_array(x, name)
-    if x.ndim == 0 or x.shape[-1] != model.nq:
+    if x.ndim == 0 or x.shape[-1] != size:
         got = x.shape[-1] if x.ndim else 'a scalar'
-        raise ShapeError(f'{name}: expected {model.nq} values (one per joint of '
-                         f'{list(model.joint_names)}), got {got} (shape {x.shape})')
+        shown = ', '.join(names[:40]) + (', ...' if len(names) > 40 else '')
+        raise ShapeError(f'{name}: expected {size} values ([{shown}]), got {got} (shape '
+                         f'{x.shape})')
     if batch_shape is not None and x.shape[:-1] != batch_shape:
         try:
-            x = np.broadcast_to(x, batch_shape + (model.nq,))
+            x = np.broadcast_to(x, batch_shape + (size,))
         except ValueError:
             raise ShapeError(f'{name}: batch shape {x.shape[:-1]} does not match q\'s '
                              f'{batch_shape}') from None
     return x
 
 
+def as_configuration(model, q, name='q'):
+    """``q`` as a finite float array of shape ``(..., nq)`` (see :func:`as_finite_array`),
+    the unit vectors of floating and planar joints (quaternions, (cos, sin) pairs) normalised;
+    :class:`ShapeError` for another last dimension, :class:`InvalidInputError` for a zero
+    quaternion or pair.
+    """
+    q = _coordinates(model, q, name, model.nq, model.q_names, None)
+    for k, joint, start, _ in model.multi_dof_joints:
+        part = slice(start + joint.unit_part.start, start + joint.unit_part.stop)
+        norm = np.linalg.norm(q[..., part], axis=-1, keepdims=True)
+        if not np.all(norm >= MIN_UNIT_NORM):
+            raise InvalidInputError(
+                f'{name}[{part.start}:{part.stop}]: expected a non-zero {joint.unit_name} of '
+                f'joint {model.moving_joint_names[k]!r}, got a norm of {float(np.min(norm)):.3g}')
+        q = np.array(q)
+        q[..., part] /= norm
+    return q
+
+
+def as_velocity(model, v, name, batch_shape=None):
+    """``v`` (a velocity, acceleration or torque) as a finite float array of shape
+    ``(..., nv)`` broadcast to ``batch_shape``; :class:`ShapeError` for another last dimension
+    or a batch shape that does not match.
+    """
+    return _coordinates(model, v, name, model.nv, model.v_names, batch_shape)
+
+
 class KinematicState:
     """Result of one forward-kinematics pass at ``q`` (and optionally ``qd``, ``qdd``).
 
     Attributes (``...`` is the batch shape of ``q``):
-      q (..., nq); q_joint (..., n_moving), the positions of every moving joint, mimics included;
-      T_world_body (..., n_bodies, 4, 4), the pose of every body (body 0 = the fixed base);
-      S_world (..., n_moving, 6), each moving joint's motion subspace as a spatial vector in
-      world.
-    With qd: V_world_body (..., n_bodies, 6) spatial velocities; with qd and qdd:
-    A_world_body (..., n_bodies, 6) spatial accelerations (gravity not included).
+      q (..., nq), unit vectors normalised; q_joint (..., n_moving), the positions of every
+      one-DOF moving joint, mimics included; T_world_body (..., n_bodies, 4, 4), the pose of
+      every body (body 0 = the fixed base, or the world under a root joint); S_world (...,
+      n_dof, 6), the motion subspace of every degree of freedom as a spatial vector in world.
+    With qd (..., nv): qd_joint (..., n_dof), the rate of every degree of freedom, and
+    V_world_body (..., n_bodies, 6) spatial velocities; with qd and qdd: A_world_body (...,
+    n_bodies, 6) spatial accelerations (gravity not included).
     """
 
     def __init__(self, model, q, qd=None, qdd=None, *, check=True):
         # check=False skips input validation for hot loops that already hold a valid q.
-        q = as_joint_vector(model, q, 'q') if check else q
+        q = as_configuration(model, q) if check else q
         self.model = model
         #: The model's dynamic settings when this pass was computed: the dynamics read from
         #: it, so every result of one pass uses the same settings.
@@ -82,19 +110,19 @@ class KinematicState:
         self.q = q
         self.batch_shape = q.shape[:-1]
         self.q_joint = model.joint_positions(q)
-        self.T_world_body = _body_poses(model, self.q_joint)
+        self.T_world_body = _body_poses(model, q, self.q_joint)
         self._S_world = None
         self._axes = None
         self.qd = self.qd_joint = self.V_world_body = None
         self.qdd = self.qdd_joint = self.A_world_body = None
         if qd is not None:
-            self.qd = as_joint_vector(model, qd, 'qd', self.batch_shape)
+            self.qd = as_velocity(model, qd, 'qd', self.batch_shape)
             self.qd_joint = model.joint_velocities(self.qd)
             self.V_world_body = model.path_sum(self.S_world * self.qd_joint[..., None])
         if qdd is not None:
             if qd is None:
                 raise InvalidInputError('qdd given without qd')
-            self.qdd = as_joint_vector(model, qdd, 'qdd', self.batch_shape)
+            self.qdd = as_velocity(model, qdd, 'qdd', self.batch_shape)
             self.qdd_joint = model.joint_velocities(self.qdd)
             self.A_world_body = model.path_sum(
                 self.S_world * self.qdd_joint[..., None]
@@ -111,16 +139,18 @@ class KinematicState:
 
     @property
     def S_world(self):
-        """Motion subspace of each moving joint, spatial in world, (..., n_moving, 6): the
-        joint's motion ``[s_v; s_w]`` in its child frame (R, p) moved to the world origin,
+        """Motion subspace of each degree of freedom, spatial in world, (..., n_dof, 6): its
+        motion ``[s_v; s_w]`` in its joint's child frame (R, p) moved to the world origin,
         ``[R s_v + p x R s_w; R s_w]`` -- ``[p x z; z]`` for a revolute joint with world axis z,
         ``[z; 0]`` for a prismatic one.
         """
         if self._S_world is None:
-            T = self.T_world_body[..., 1:, :, :]
-            n = self.model.n_moving
-            # Both halves of every joint's motion rotated into world at once: (..., n, 3, 2).
-            Rs = T[..., :3, :3] @ self.model.joint_motion.reshape(n, 2, 3).transpose(0, 2, 1)
+            m = self.model
+            T = self.T_world_body[..., 1:, :, :] if m.n_dof == m.n_moving else \
+                self.T_world_body[..., m.dof_body, :, :]
+            n = m.n_dof
+            # Both halves of every dof's motion rotated into world at once: (..., n, 3, 2).
+            Rs = T[..., :3, :3] @ self.model.dof_motion.reshape(n, 2, 3).transpose(0, 2, 1)
             linear, angular = Rs[..., 0], Rs[..., 1]
             self._S_world = np.concatenate([linear + cross(T[..., :3, 3], angular), angular],
                                            axis=-1)
@@ -137,8 +167,13 @@ class KinematicState:
 
     @property
     def S_dot_world(self):
-        """Time derivative of :attr:`S_world` (needs qd): ``v_body x S`` (..., n_moving, 6)."""
-        return cross_motion(self.V_world_body[..., 1:, :], self.S_world)
+        """Time derivative of :attr:`S_world` (needs qd): ``v_body x S`` (..., n_dof, 6), with
+        ``v_body`` the velocity of the body the dof moves (its motion is fixed in that body).
+        """
+        m = self.model
+        V = self.V_world_body[..., 1:, :] if m.n_dof == m.n_moving else \
+            self.V_world_body[..., m.dof_body, :]
+        return cross_motion(V, self.S_world)
 
     def frame_pose(self, frame):
         """``T_world_frame`` (..., 4, 4) of a frame (name or index)."""
@@ -189,8 +224,10 @@ def forward_kinematics(model, q, qd=None, qdd=None, *, check=True):
     return KinematicState(model, q, qd, qdd, check=check)
 
 
-def _body_poses(model, q_joint):
-    """``T_world_body`` (..., n_bodies, 4, 4) for the moving-joint positions ``q_joint``."""
+def _body_poses(model, q, q_joint):
+    """``T_world_body`` (..., n_bodies, 4, 4) for the configuration ``q`` and the one-DOF
+    joints' positions ``q_joint``.
+    """
     batch = q_joint.shape[:-1]
     n = model.n_moving
     # Every joint's transform T_parentbody_child at once: its terms times its basis.
@@ -203,6 +240,9 @@ def _body_poses(model, q_joint):
         local = (terms @ model.joint_transform_basis).reshape(batch + (n, 4, 4))
     else:
         local = (terms[..., :3] @ model.joint_transform_basis[:, :3]).reshape(batch + (n, 4, 4))
+    for k, joint, start, _ in model.multi_dof_joints:
+        local[..., k, :, :] = model.joint_placement[k] @ joint.transform(
+            q[..., start:start + joint.nq])
     T = np.empty(batch + (model.n_bodies, 4, 4))
     T[..., 0, :, :] = np.eye(4)
     for k, parent in enumerate(model.joint_parent_body):

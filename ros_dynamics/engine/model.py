@@ -12,12 +12,18 @@ model as an argument and never modify it; per-call results live in a
 (``m.gravity_torques(q)``, ...) are one-line entry points into those modules, written apart in
 :mod:`~ros_dynamics.engine.entry_points`.
 
-Frames: *world* is the fixed frame every pose, Jacobian and wrench refers to; for these
-fixed-base models it is the frame of the URDF root link (:attr:`RobotModel.root_link`).
+Frames: *world* is the fixed frame every pose, Jacobian and wrench refers to; for a fixed-base
+model it is the frame of the URDF root link (:attr:`RobotModel.root_link`); with a root joint
+(``root_joint='floating'`` or ``'planar'`` at load) it is the frame the root link moves in.
 
-Order of ``q``: the independent (actuated, non-mimic) joints in ``joint_names``, which is the
-depth-first order of the description from the root link, children in the order their joints
-appear in the file. Units: [rad] for revolute/continuous joints, [m] for prismatic joints.
+Order of ``q`` and ``v``: the independent (non-mimic) joints in ``joint_names``, which is the
+depth-first order of the description from the root (the root joint first), children in the
+order their joints appear in the file; each joint has ``joint_nq[i]`` coordinates in ``q`` from
+``joint_idx_q[i]`` and ``joint_nv[i]`` in ``v`` (velocities, accelerations, torques) from
+``joint_idx_v[i]``, as in Pinocchio: one each for revolute, continuous and prismatic joints, 7 and
+6 for a floating joint, 4 and 3 for a planar one (:mod:`~ros_dynamics.engine.joints`), named in
+:attr:`RobotModel.q_names` and :attr:`RobotModel.v_names`. Units: [rad] for revolute/continuous
+joints, [m] for prismatic joints.
 """
 from __future__ import annotations
 
@@ -47,23 +53,26 @@ def _frozen(a, dtype=float):
 
 
 class RobotModel(AlgorithmEntryPoints):
-    """Kinematic tree of a fixed-base robot with its dynamic parameters (see the module
-    docstring).
+    """Kinematic tree of a robot, fixed or floating base, with its dynamic parameters (see the
+    module docstring).
 
     Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or :meth:`from_dh`. Every
-    method taking ``q`` accepts a leading batch dimension, ``q`` of shape ``(..., nq)``.
+    method taking ``q`` accepts a leading batch dimension, ``q`` of shape ``(..., nq)`` and
+    velocities of shape ``(..., nv)``.
     """
 
     def __init__(self, links, joints, *, name: str = '', strict: bool = False,
-                 notes: Iterable[str] = ()):
-        topo = assemble(links, joints, strict=strict)
+                 notes: Iterable[str] = (), root_joint: Optional[str] = None):
+        topo = assemble(links, joints, strict=strict, root_joint=root_joint)
         self.name = name
         #: Name of the URDF root link, whose frame is the world frame of a fixed-base model.
         self.root_link = topo.root
+        #: The joint between the world and the root link chosen at load: None (a fixed base),
+        #: ``'floating'`` or ``'planar'`` (named ``'root_joint'`` in :attr:`joint_names`).
+        self.root_joint = root_joint
         #: Notes on the description: inertials filled from geometry, suspicious inertials.
         self.warnings = tuple(notes) + topo.warnings
         self.joint_names = topo.independent
-        self.nq = len(self.joint_names)
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
         self.moving_joint_names = tuple(j.name for j in topo.moving)
         self._moving_index = {n: i for i, n in enumerate(self.moving_joint_names)}
@@ -71,6 +80,7 @@ class RobotModel(AlgorithmEntryPoints):
         self.n_moving = len(topo.moving)
         self.n_bodies = self.n_moving + 1
         self._init_joints(topo)
+        self._init_coordinates(topo)
         self._init_frames(topo)
         self._init_limits(topo)
         #: Inertials of the bodies as described (no payloads): mass (n_bodies,), center of mass
@@ -85,49 +95,133 @@ class RobotModel(AlgorithmEntryPoints):
         self._sealed = True
 
     def _init_joints(self, topo):
-        """Moving joints (mimic joints included), depth-first, through their joint models."""
+        """Moving joints (mimic joints included), depth-first, through their joint models, and
+        their degrees of freedom.
+        """
         n = self.n_moving
+        models = topo.models
         #: The :class:`~ros_dynamics.engine.joints.JointModel` of every moving joint.
-        self.joint_models = topo.models
+        self.joint_models = models
         self.joint_parent_body = _frozen(topo.parent_body, int)
         #: T_parentbody_child (n_moving, 4, 4): the child link frame at q = 0.
         self.joint_placement = _frozen(topo.placement)
         self.joint_axis = _frozen(topo.axis)
         #: Rotation (n_moving, 3, 3) from each joint's z-aligned frame (the child link frame
-        #: turned so that the joint axis is z) to the child link frame.
+        #: turned so that the joint axis is z; the child frame itself for multi-DOF joints) to
+        #: the child link frame.
         A = np.array([matrix_z_to(a) for a in topo.axis]).reshape(n, 3, 3)
         self.joint_z_rotation = _frozen(A)
-        Z = np.array([m.transform_terms for m in topo.models]).reshape(n, 4, 4, 4)
+        Z = np.array([m.transform_terms if m.nq == 1 else np.zeros((4, 4, 4))
+                      for m in models]).reshape(n, 4, 4, 4)
         A4 = np.zeros((n, 4, 4))
         A4[:, :3, :3], A4[:, 3, 3] = A, 1.0
         PA = topo.placement @ A4
-        #: (n_moving, 4, 16): the joint transform T_parentbody_child(x) is
-        #: ``[cos x, sin x, 1, x] @ joint_transform_basis[k]`` (P A Z_i A^T, flattened).
+        #: (n_moving, 4, 16): the transform T_parentbody_child(x) of a one-DOF joint is
+        #: ``[cos x, sin x, 1, x] @ joint_transform_basis[k]`` (P A Z_i A^T, flattened); zero
+        #: for multi-DOF joints (:attr:`multi_dof_joints`), which compute their own.
         self.joint_transform_basis = _frozen(
             (PA[:, None] @ Z @ np.swapaxes(A4, 1, 2)[:, None]).reshape(n, 4, 16))
         #: False when no joint transform depends on ``x`` itself (no prismatic joints).
         self.uses_x_term = bool(np.any(self.joint_transform_basis[:, X_TERM]))
-        #: Motion subspace (n_moving, 6) ``[linear; angular]`` of each joint in its child frame.
-        motion_z = np.array([m.motion_z for m in topo.models]).reshape(n, 2, 3)
-        self.joint_motion = _frozen((A[:, None] @ motion_z[..., None]).reshape(n, 6))
         #: T_parentz_jointz (n_moving, 4, 4): joint k's z-aligned frame at q = 0 in its parent
         #: joint's z-aligned frame (the world frame for joints on the fixed base) -- the
         #: constant part of a joint in the trajectory kernel and the IK chains.
         A_parent = np.concatenate([np.eye(4)[None], A4])[topo.parent_body]
         self.joint_z_placement = _frozen(np.swapaxes(A_parent, 1, 2) @ PA)
-        self.joint_q_index = _frozen(topo.q_index, int)
-        self.joint_multiplier = _frozen(topo.multiplier)
-        self.joint_offset = _frozen(topo.offset)
-        self.has_mimic = bool(self.mimic_joint_names)
-        G = np.zeros((n, self.nq))
-        G[np.arange(n), topo.q_index] = topo.multiplier
-        self.mimic_matrix = _frozen(G)
         # joint_moves_body[b, k] = 1 when moving joint k lies on the path from the root to body b.
         moves = np.zeros((self.n_bodies, n))
         for k, parent in enumerate(topo.parent_body):
             moves[k + 1] = moves[parent]
             moves[k + 1, k] = 1.0
         self.joint_moves_body = _frozen(moves)
+
+        # Degrees of freedom: the velocity coordinates of every moving joint, joint by joint
+        # (one per one-DOF joint: then dof k is moving joint k).
+        nv = np.array([m.nv for m in models], dtype=int)
+        #: Index of each moving joint's first degree of freedom (n_moving,).
+        self.joint_dof_start = _frozen(np.cumsum(nv) - nv, int)
+        dof_joint = np.repeat(np.arange(n), nv)
+        #: Number of degrees of freedom of the moving joints, mimic joints included.
+        self.n_dof = len(dof_joint)
+        #: Moving joint (n_dof,) and body it moves (n_dof,) of every degree of freedom.
+        self.dof_joint = _frozen(dof_joint, int)
+        self.dof_body = _frozen(dof_joint + 1, int)
+        #: Motion subspace (n_dof, 6) ``[linear; angular]`` of each degree of freedom in its
+        #: joint's child frame.
+        motion = [m.motion_subspace.reshape(-1, 2, 3) @ A[k].T for k, m in enumerate(models)]
+        self.dof_motion = _frozen(np.concatenate(motion).reshape(-1, 6) if n else
+                                  np.zeros((0, 6)))
+        #: dof_moves_body[b, d] = 1 when degree of freedom d moves body b (n_bodies, n_dof).
+        self.dof_moves_body = _frozen(moves[:, dof_joint])
+        #: dof_ancestor[i, d] = 1 when dof i moves the body of dof d, itself included;
+        #: dof_same_joint[i, d] = 1 when both belong to one joint (n_dof, n_dof).
+        self.dof_ancestor = _frozen(self.dof_moves_body[dof_joint + 1].T)
+        self.dof_same_joint = _frozen(dof_joint[:, None] == dof_joint[None, :])
+        #: True when some joint has several degrees of freedom (a floating or planar joint).
+        self.has_multi_dof = bool(self.n_dof != n)
+
+    def _init_coordinates(self, topo):
+        """Configuration ``q`` and velocity ``v`` of the independent joints, and how every
+        moving joint reads them.
+        """
+        models = topo.models
+        indep = [self.joint_models[self._moving_index[name]] for name in self.joint_names]
+        nq = np.array([m.nq for m in indep], dtype=int)
+        nv = np.array([m.nv for m in indep], dtype=int)
+        #: Per independent joint: its first index in ``q`` and in ``v``, and how many
+        #: coordinates it has there (Pinocchio's ``idx_q``, ``idx_v``, ``nq``, ``nv``).
+        self.joint_idx_q = _frozen(np.cumsum(nq) - nq, int)
+        self.joint_idx_v = _frozen(np.cumsum(nv) - nv, int)
+        self.joint_nq = _frozen(nq, int)
+        self.joint_nv = _frozen(nv, int)
+        #: Sizes of the configuration ``q`` and of the velocity ``v`` (and acceleration,
+        #: torque): equal unless a joint is floating or planar.
+        self.nq = int(np.sum(nq))
+        self.nv = int(np.sum(nv))
+        #: Names of the coordinates of ``q`` (nq,) and of ``v`` (nv,): a one-DOF joint's
+        #: coordinate carries its name, a multi-DOF joint's are named ``<joint>_<coordinate>``
+        #: (``root_joint_x``, ..., ``root_joint_qw``; ``root_joint_vx``, ..., ``root_joint_wz``).
+        self.q_names = tuple(n if m.nq == 1 else f'{n}_{c}'
+                             for n, m in zip(self.joint_names, indep) for c in m.q_coordinates)
+        self.v_names = tuple(n if m.nv == 1 else f'{n}_{c}'
+                             for n, m in zip(self.joint_names, indep) for c in m.v_coordinates)
+        self._q_name_index = {n: i for i, n in enumerate(self.q_names)}
+        one_dof = [i for i, m in enumerate(indep) if m.nq == 1]
+        #: The independent one-DOF joints (revolute, continuous, prismatic): what a
+        #: ``JointState`` carries and what drives; all of :attr:`joint_names` for a fixed base
+        #: without floating or planar joints. Their indices in ``q`` and in ``v``.
+        self.actuated_joint_names = tuple(self.joint_names[i] for i in one_dof)
+        self.actuated_q_index = _frozen(self.joint_idx_q[one_dof], int)
+        self.actuated_v_index = _frozen(self.joint_idx_v[one_dof], int)
+        #: Multi-DOF joints as ``(moving joint k, joint model, index of its first coordinate in
+        #: q, index of its first coordinate in v)``.
+        self.multi_dof_joints = tuple(
+            (k, m, int(self.joint_idx_q[topo.q_index[k]]), int(self.joint_idx_v[topo.q_index[k]]))
+            for k, m in enumerate(models) if m.nq > 1)
+        one = np.array([m.nq == 1 for m in models], dtype=bool)
+        #: Per moving joint: the independent joint it follows (itself unless a mimic joint),
+        #: as an index in :attr:`joint_names`; for one-DOF joints the index in ``q`` its
+        #: position is read from, the multiplier and the offset (0 for multi-DOF joints).
+        self.joint_leader = _frozen(topo.q_index, int)
+        self.joint_q_source = _frozen(self.joint_idx_q[topo.q_index] if self.n_moving else [],
+                                      int)
+        self.joint_multiplier = _frozen(np.where(one, topo.multiplier, 0.0))
+        self.joint_offset = _frozen(np.where(one, topo.offset, 0.0))
+        self.has_mimic = bool(self.mimic_joint_names)
+        #: True when ``q`` is the positions of the moving joints themselves (no mimic joints,
+        #: no multi-DOF joints).
+        self.q_is_joint_positions = not (self.has_mimic or self.has_multi_dof)
+        dof_v = np.concatenate([self.joint_idx_v[topo.q_index[k]] + np.arange(m.nv)
+                                for k, m in enumerate(models)]).astype(int) \
+            if self.n_moving else np.zeros(0, dtype=int)
+        dof_multiplier = topo.multiplier[self.dof_joint] if self.n_moving else np.zeros(0)
+        #: Per degree of freedom: the index in ``v`` its rate is read from and the multiplier
+        #: (mimic joints; 1 otherwise); as a matrix ``G`` (n_dof, nv), dof rates = ``G v``.
+        self.dof_v_source = _frozen(dof_v, int)
+        self.dof_multiplier = _frozen(dof_multiplier)
+        G = np.zeros((self.n_dof, self.nv))
+        G[np.arange(self.n_dof), dof_v] = dof_multiplier
+        self.mimic_matrix = _frozen(G)
 
     def _init_frames(self, topo):
         """Frames: every link, depth-first."""
@@ -142,24 +236,39 @@ class RobotModel(AlgorithmEntryPoints):
         self.leaf_frames = tuple(f for f in self.frame_names if f not in parents)
 
     def _init_limits(self, topo):
-        """Limits and joint dynamics of the independent joints."""
+        """Limits and joint dynamics of the independent joints, per coordinate of ``q`` or
+        ``v``.
+        """
         by_name = {j.name: j for j in topo.moving}
         indep = [by_name[n] for n in self.joint_names]
         models = [topo.models[self._moving_index[n]] for n in self.joint_names]
-        bounds = np.array([m.position_bounds(j.lower, j.upper) for m, j in zip(models, indep)])
-        sampling = np.array([m.sampling_bounds(j.lower, j.upper) for m, j in zip(models, indep)])
-        #: Position bounds (nq,) [rad or m]: the URDF limits, +-inf for unbounded joints.
-        self.lower_limits = _frozen(bounds.reshape(-1, 2)[:, 0])
-        self.upper_limits = _frozen(bounds.reshape(-1, 2)[:, 1])
-        #: Finite ranges (nq,) random configurations are drawn from (unbounded: one turn).
-        self.sampling_lower = _frozen(sampling.reshape(-1, 2)[:, 0])
-        self.sampling_upper = _frozen(sampling.reshape(-1, 2)[:, 1])
+
+        def per_q(values):
+            return _frozen([x for v in values for x in v])
+
+        def per_v(attribute):
+            return _frozen([getattr(j, attribute) for m, j in zip(models, indep)
+                            for _ in range(m.nv)])
+
+        bounds = [m.position_bounds(j.lower, j.upper) for m, j in zip(models, indep)]
+        sampling = [m.sampling_bounds(j.lower, j.upper) for m, j in zip(models, indep)]
+        #: Position bounds (nq,) [rad or m]: the URDF limits, +-inf for unbounded joints
+        #: (translations of floating and planar joints), +-1 for their unit vectors.
+        self.lower_limits = per_q(b[0] for b in bounds)
+        self.upper_limits = per_q(b[1] for b in bounds)
+        #: Finite ranges (nq,) random configurations are drawn from (unbounded: one turn;
+        #: translations of floating and planar joints: +-1 m).
+        self.sampling_lower = per_q(b[0] for b in sampling)
+        self.sampling_upper = per_q(b[1] for b in sampling)
         #: True (nq,) where the position is an angle (a turn brings the joint back).
-        self.angular_joints = _frozen([m.angular for m in models], bool)
-        self.velocity_limits = _frozen([j.velocity for j in indep])
-        self.effort_limits = _frozen([j.effort for j in indep])
-        self.joint_damping = _frozen([j.damping for j in indep])
-        self.joint_friction = _frozen([j.friction for j in indep])
+        self.angular_joints = _frozen([a for m in models for a in m.angular_coordinates], bool)
+        #: Per coordinate of ``v`` (nv,): URDF velocity and effort limits, damping and Coulomb
+        #: friction (inf, inf, 0 and 0 for floating and planar joints).
+        self.velocity_limits = per_v('velocity')
+        self.effort_limits = per_v('effort')
+        self.joint_damping = per_v('damping')
+        self.joint_friction = per_v('friction')
+        #: Type of every independent joint (as :attr:`joint_names`).
         self.joint_types = tuple(j.type for j in indep)
 
     def __setattr__(self, name, value):
@@ -171,11 +280,18 @@ class RobotModel(AlgorithmEntryPoints):
     # --- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_urdf_string(cls, xml: str, *, strict: bool = False,
-                         fill_inertials_density: Optional[float] = None,
+    def from_urdf_string(cls, xml: str, *, root_joint: Optional[str] = None,
+                         strict: bool = False, fill_inertials_density: Optional[float] = None,
                          base_dir: Optional[str] = None,
                          mesh_search_paths: Sequence[str] = ()) -> RobotModel:
         """Model of the URDF text ``xml`` (e.g. the ``robot_description`` parameter).
+
+        ``root_joint``, as Pinocchio's ``buildModelFromUrdf(path, root_joint)``: None (the root
+        link is the fixed base, the world frame), ``'floating'`` (a free flyer named
+        ``'root_joint'`` between the world and the root link: ``q = [x, y, z, qx, qy, qz, qw,
+        joints...]``, the root link's pose in the world; ``v = [v; w; joint rates]``, its
+        velocity in its own axes) or ``'planar'`` (``q = [x, y, cos, sin, joints...]``,
+        ``v = [vx, vy, wz, joint rates]``, in the world's x-y plane).
 
         ``strict=True`` turns physically impossible inertials from warnings into
         :class:`~ros_dynamics.engine.exceptions.InertiaError`, and a ``<mimic>`` of an unknown
@@ -186,16 +302,17 @@ class RobotModel(AlgorithmEntryPoints):
         """
         name, links, joints, notes = parse_urdf(
             xml, strict=strict, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
-            mesh_search_paths=mesh_search_paths)
-        return cls(links, joints, name=name, strict=strict, notes=notes)
+            mesh_search_paths=mesh_search_paths, root_joint=root_joint)
+        return cls(links, joints, name=name, strict=strict, notes=notes, root_joint=root_joint)
 
     @classmethod
-    def from_urdf_file(cls, path, *, strict: bool = False,
+    def from_urdf_file(cls, path, *, root_joint: Optional[str] = None, strict: bool = False,
                        fill_inertials_density: Optional[float] = None,
                        mesh_search_paths: Sequence[str] = ()) -> RobotModel:
         """Model of the URDF file at ``path`` (see :meth:`from_urdf_string`)."""
         return cls.from_urdf_string(
-            read_urdf_file(path), strict=strict, fill_inertials_density=fill_inertials_density,
+            read_urdf_file(path), root_joint=root_joint, strict=strict,
+            fill_inertials_density=fill_inertials_density,
             base_dir=os.path.dirname(os.path.abspath(os.fspath(path))),
             mesh_search_paths=mesh_search_paths)
 
@@ -207,8 +324,9 @@ class RobotModel(AlgorithmEntryPoints):
         return cls(links, joints, name=name, strict=strict)
 
     def __repr__(self):
-        return (f'RobotModel({self.name!r}, nq={self.nq}, frames={len(self.frame_names)}, '
-                f'root_link={self.root_link!r})')
+        return (f'RobotModel({self.name!r}, nq={self.nq}, nv={self.nv}, '
+                f'frames={len(self.frame_names)}, root_link={self.root_link!r}, '
+                f'root_joint={self.root_joint!r})')
 
     # --- names, indices, configurations ------------------------------------------------------
 
@@ -224,7 +342,10 @@ class RobotModel(AlgorithmEntryPoints):
             raise UnknownFrameError(frame, self.frame_names) from None
 
     def joint_index(self, joint: str) -> int:
-        """Index in ``q`` of an independent joint."""
+        """Index of an independent joint in :attr:`joint_names` (its coordinates start at
+        ``joint_idx_q[i]`` in ``q`` and ``joint_idx_v[i]`` in ``v``; for a model of one-DOF
+        joints only, the index is that of ``q`` and ``v``).
+        """
         try:
             return self._joint_index[joint]
         except (KeyError, TypeError):
@@ -233,7 +354,8 @@ class RobotModel(AlgorithmEntryPoints):
     def q_from_names(self, names: Sequence[str], positions: ArrayLike,
                      default: Optional[ArrayLike] = None, *,
                      ignore_unknown: bool = False) -> np.ndarray:
-        """``q`` (nq,) from (name, position) pairs merged onto ``default`` (zeros if None).
+        """``q`` (nq,) from (name, position) pairs merged onto ``default`` (:meth:`neutral`
+        if None); names are those of :attr:`q_names` (the joints' for one-DOF joints).
 
         Names of mimic joints are accepted and ignored (they follow their leader). Unknown
         names raise :class:`UnknownJointError` unless ``ignore_unknown``.
@@ -243,86 +365,134 @@ class RobotModel(AlgorithmEntryPoints):
         if len(names) != positions.size:
             raise ShapeError(f'names and positions: expected equal lengths, got {len(names)} '
                              f'names and {positions.size} positions')
-        q = np.zeros(self.nq) if default is None else \
-            kinematics.as_joint_vector(self, default, 'default').astype(float).copy()
+        q = self.neutral() if default is None else \
+            kinematics.as_configuration(self, default, 'default').copy()
         for name, value in zip(names, positions):
-            i = self._joint_index.get(name)
+            i = self._q_name_index.get(name)
             if i is not None:
                 q[i] = value
             elif name not in self._moving_index and not ignore_unknown:
-                raise UnknownJointError(name, self.joint_names)
+                raise UnknownJointError(name, self.q_names)
         return q
 
     def joint_state_from_q(self, q: ArrayLike) -> tuple[list[str], list[float]]:
-        """``(names, positions)`` of the independent joints for one ``q`` (nq,)."""
-        q = kinematics.as_joint_vector(self, q, 'q')
+        """``(names, positions)`` of the :attr:`actuated_joint_names` for one ``q`` (nq,)."""
+        q = kinematics.as_configuration(self, q, 'q')
         if q.ndim != 1:
             raise ShapeError(f'q: expected one configuration of shape ({self.nq},), got {q.shape}')
-        return list(self.joint_names), q.tolist()
+        return list(self.actuated_joint_names), q[self.actuated_q_index].tolist()
 
     def middle_configuration(self) -> np.ndarray:
-        """Middle of the joint limits (nq,); 0 for unbounded joints."""
+        """Middle of the joint limits (nq,); 0 for unbounded joints, :meth:`neutral` for
+        floating and planar joints.
+        """
         finite = np.isfinite(self.lower_limits) & np.isfinite(self.upper_limits)
-        return np.where(finite, 0.5 * (np.where(finite, self.lower_limits, 0)
-                                       + np.where(finite, self.upper_limits, 0)), 0.0)
+        q = np.where(finite, 0.5 * (np.where(finite, self.lower_limits, 0)
+                                    + np.where(finite, self.upper_limits, 0)), 0.0)
+        return self._with_multi_dof(q, lambda joint: joint.neutral())
 
     def neutral(self) -> np.ndarray:
-        """The configuration (nq,) where every joint is at zero (the description's pose)."""
-        return np.zeros(self.nq)
+        """The configuration (nq,) of the description's pose: every one-DOF joint at zero,
+        floating and planar joints at the identity (Pinocchio's ``neutral``).
+        """
+        return self._with_multi_dof(np.zeros(self.nq), lambda joint: joint.neutral())
 
     def random_configuration(self, rng=None, size: Optional[int] = None) -> np.ndarray:
         """Configurations (nq,) -- or (size, nq) -- drawn uniformly inside the limits (one
-        turn for unbounded joints); ``rng``: a seed or ``numpy.random.Generator``.
+        turn for unbounded joints); floating and planar joints: translations in +-1 m, the
+        orientation uniform. ``rng``: a seed or ``numpy.random.Generator``.
         """
-        shape = (self.nq,) if size is None else (int(size), self.nq)
-        return np.random.default_rng(rng).uniform(self.sampling_lower, self.sampling_upper,
-                                                  size=shape)
+        rng = np.random.default_rng(rng)
+        shape = () if size is None else (int(size),)
+        q = rng.uniform(self.sampling_lower, self.sampling_upper, size=shape + (self.nq,))
+        return self._with_multi_dof(q, lambda joint, lo, hi: joint.random(rng, lo, hi, shape),
+                                    bounds=True)
+
+    def _with_multi_dof(self, q, value, bounds=False):
+        """``q`` with the coordinates of each multi-DOF joint set to ``value(joint)`` (or
+        ``value(joint, lower, upper)`` with its sampling bounds).
+        """
+        for _, joint, start, _ in self.multi_dof_joints:
+            part = slice(start, start + joint.nq)
+            q[..., part] = value(joint, self.sampling_lower[part], self.sampling_upper[part]) \
+                if bounds else value(joint)
+        return q
 
     def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
-        """The configuration reached from ``q`` moving at ``v`` for ``dt`` [s] (..., nq)."""
-        q = kinematics.as_joint_vector(self, q, 'q')
-        return q + kinematics.as_joint_vector(self, v, 'v', q.shape[:-1]) * float(dt)
+        """The configuration (..., nq) reached from ``q`` (..., nq) moving at ``v`` (..., nv)
+        for ``dt`` [s]: ``q + v dt`` for one-DOF joints, the exponential map for floating
+        (SE(3), ``v`` in the body's axes) and planar (SE(2)) joints, as Pinocchio's
+        ``integrate``. Quaternions of ``q`` are normalised first.
+        """
+        q = kinematics.as_configuration(self, q, 'q')
+        vdt = kinematics.as_velocity(self, v, 'v', q.shape[:-1]) * float(dt)
+        if not self.has_multi_dof:
+            return q + vdt
+        out = np.array(q)
+        out[..., self.actuated_q_index] += vdt[..., self.actuated_v_index]
+        for _, joint, iq, iv in self.multi_dof_joints:
+            out[..., iq:iq + joint.nq] = joint.integrate(q[..., iq:iq + joint.nq],
+                                                         vdt[..., iv:iv + joint.nv])
+        return out
 
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
-        """The velocity (..., nq) that moves ``q0`` to ``q1`` in unit time."""
-        q0 = kinematics.as_joint_vector(self, q0, 'q0')
-        return kinematics.as_joint_vector(self, q1, 'q1', q0.shape[:-1]) - q0
+        """The velocity (..., nv) that moves ``q0`` to ``q1`` in unit time (the inverse of
+        :meth:`integrate`: the logarithm for floating and planar joints, angles of a turn or
+        less for them).
+        """
+        q0 = kinematics.as_configuration(self, q0, 'q0')
+        q1 = kinematics.as_configuration(self, q1, 'q1')
+        try:
+            q0, q1 = np.broadcast_arrays(q0, q1)
+        except ValueError:
+            raise ShapeError(f"q1: batch shape {q1.shape[:-1]} does not match q0's "
+                             f'{q0.shape[:-1]}') from None
+        if not self.has_multi_dof:
+            return q1 - q0
+        v = np.empty(q0.shape[:-1] + (self.nv,))
+        v[..., self.actuated_v_index] = (q1 - q0)[..., self.actuated_q_index]
+        for _, joint, iq, iv in self.multi_dof_joints:
+            v[..., iv:iv + joint.nv] = joint.difference(q0[..., iq:iq + joint.nq],
+                                                        q1[..., iq:iq + joint.nq])
+        return v
 
     # --- moving-joint helpers used by the algorithms ------------------------------------------
 
     def joint_positions(self, q: np.ndarray) -> np.ndarray:
-        """Positions (..., n_moving) of every moving joint, mimic joints included."""
-        if not self.has_mimic:
+        """Positions (..., n_moving) of every one-DOF moving joint, mimic joints included
+        (0 for multi-DOF joints).
+        """
+        if self.q_is_joint_positions:
             return q
-        return q[..., self.joint_q_index] * self.joint_multiplier + self.joint_offset
+        return q[..., self.joint_q_source] * self.joint_multiplier + self.joint_offset
 
     def joint_velocities(self, qd: np.ndarray) -> np.ndarray:
-        """Velocities (or accelerations) (..., n_moving) of every moving joint."""
+        """Rates (or accelerations) (..., n_dof) of every degree of freedom from ``v``
+        (..., nv).
+        """
         if not self.has_mimic:
             return qd
-        return qd[..., self.joint_q_index] * self.joint_multiplier
+        return qd[..., self.dof_v_source] * self.dof_multiplier
 
     def to_independent_columns(self, J: np.ndarray) -> np.ndarray:
-        """Map columns over moving joints (..., r, n_moving) to independent joints (..., r, nq)."""
+        """Map columns over degrees of freedom (..., r, n_dof) to ``v`` (..., r, nv)."""
         return J @ self.mimic_matrix if self.has_mimic else J
 
     def to_independent_forces(self, tau_moving: np.ndarray) -> np.ndarray:
-        """Map forces of every moving joint (..., n_moving) to those of the independent joints
-        (..., nq).
-        """
+        """Map forces of every degree of freedom (..., n_dof) to those of ``v`` (..., nv)."""
         return tau_moving @ self.mimic_matrix if self.has_mimic else tau_moving
 
     def path_sum(self, x: np.ndarray) -> np.ndarray:
-        """Per body, the sum over the moving joints on its path from the root:
-        (..., n_moving, k) -> (..., n_bodies, k).
+        """Per body, the sum over the degrees of freedom on its path from the root:
+        (..., n_dof, k) -> (..., n_bodies, k).
         """
-        return self.joint_moves_body @ x
+        return self.dof_moves_body @ x
 
     def subtree_sum(self, x: np.ndarray) -> np.ndarray:
-        """Per moving joint, the sum over the bodies it moves:
-        (..., n_bodies, k) -> (..., n_moving, k).
+        """Per degree of freedom, the sum over the bodies it moves:
+        (..., n_bodies, k) -> (..., n_dof, k).
         """
-        return self.joint_moves_body.T @ x
+        return self.dof_moves_body.T @ x
 
     # --- run-time dynamic settings ----------------------------------------------------------
 
@@ -364,7 +534,8 @@ class RobotModel(AlgorithmEntryPoints):
 
     @property
     def total_mass(self) -> float:
-        """Mass [kg] of the bodies the joints move, payloads included; the fixed base (the root
-        link and links fixed to it) is not counted, as in Pinocchio.
+        """Mass [kg] of the bodies the joints move, payloads included; a fixed base (the root
+        link and links fixed to it) is not counted, as in Pinocchio; a floating or planar base
+        is (a root joint moves it).
         """
         return float(np.sum(self._settings.body_mass[1:]))

@@ -77,7 +77,7 @@ def external_body_forces(model, state, f_ext, f_ext_frame):
 
 
 def joint_torques(model, state, body_forces):
-    """``tau`` (..., nq) of independent joints from net spatial forces on every body."""
+    """``tau`` (..., nv) of independent joints from net spatial forces on every body."""
     F = model.subtree_sum(body_forces)
     tau = np.einsum('...kj,...kj->...k', state.S_world, F)
     return model.to_independent_forces(tau)
@@ -101,12 +101,12 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
 
 
 def friction_torques(settings, qd):
-    """Viscous damping and Coulomb friction of the settings: ``d qd + f sign(qd)`` (..., nq)."""
+    """Viscous damping and Coulomb friction of the settings: ``d qd + f sign(qd)`` (..., nv)."""
     return settings.damping * qd + settings.coulomb * np.sign(qd)
 
 
 def gravity_torques(model, state):
-    """``g(q)`` (..., nq) in closed form: each joint holds the weight of everything it moves.
+    """``g(q)`` (..., nv) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
     the weight of the subtree is the spatial force ``[M_k g; C_k x g]`` at the world origin, and
@@ -125,7 +125,7 @@ def gravity_torques(model, state):
 
 
 def bias_torques(model, state):
-    """``C(q, qd) qd + g(q)`` (..., nq) from a state computed with q and qd."""
+    """``C(q, qd) qd + g(q)`` (..., nv) from a state computed with q and qd."""
     state.require('bias torques')
     settings = state.settings
     mass, com, inertia = world_inertias(settings, state)
@@ -181,12 +181,12 @@ def center_of_mass(model, state):
 
 
 def center_of_mass_jacobian(model, state):
-    """Jacobian (..., 3, nq) of the center of mass: column k is
+    """Jacobian (..., 3, nv) of the center of mass: column k is
     ``(S_lin,k M_k + w_k x C_k) / M`` with M_k, C_k the mass and first moment moved by joint k.
     """
     mass, total, com = _moving_mass_and_com(state)
-    sub_mass = model.subtree_sum(mass[:, None])                       # (n_moving, 1)
-    sub_first = model.subtree_sum(mass[:, None] * com)                # (..., n_moving, 3)
+    sub_mass = model.subtree_sum(mass[:, None])                       # (n_dof, 1)
+    sub_first = model.subtree_sum(mass[:, None] * com)                # (..., n_dof, 3)
     S = state.S_world
     cols = S[..., :3] * sub_mass + cross(S[..., 3:], sub_first)
     return model.to_independent_columns(np.swapaxes(cols, -1, -2)) / total

@@ -88,8 +88,8 @@ class Payload:
 class DynamicSettings:
     """One consistent set of run-time dynamic settings of one model (see the module docstring).
 
-    gravity (3,) [m/s^2] in the world frame; rotor_inertia (nq,) [kg m^2 or kg], reflected at
-    the joints; damping (nq,) viscous [N m s/rad or N s/m] and coulomb (nq,) [N m or N] joint
+    gravity (3,) [m/s^2] in the world frame; rotor_inertia (nv,) [kg m^2 or kg], reflected at
+    the joints; damping (nv,) viscous [N m s/rad or N s/m] and coulomb (nv,) [N m or N] joint
     friction (URDF ``<dynamics>`` by default), applied where an algorithm is asked for friction;
     payloads; and what they imply per body (body 0 the fixed base): body_mass (n_bodies,),
     body_com (n_bodies, 3) in body frames and body_inertia (n_bodies, 3, 3) about the body's
@@ -110,19 +110,22 @@ class DynamicSettings:
 
 def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,
               limit: float) -> np.ndarray:
-    """A (nq,) array from ``values``: None (``default``), an array (nq,), or a mapping joint
-    name -> value over ``default``; finite, >= 0 and within ``limit``.
+    """A (nv,) array from ``values``: None (``default``), an array (nv,), or a mapping joint
+    name -> value over ``default`` (a multi-DOF joint's value for each of its coordinates);
+    finite, >= 0 and within ``limit``.
     """
     if values is None:
         out = np.array(default, dtype=float)
     elif isinstance(values, Mapping):
         out = np.array(default, dtype=float)
         for name, v in values.items():
-            out[model.joint_index(name)] = float(_bounded(v, f'{what} of {name!r}', limit,
-                                                          non_negative=True, shape=()))
+            i = model.joint_index(name)
+            start = model.joint_idx_v[i]
+            out[start:start + model.joint_nv[i]] = float(
+                _bounded(v, f'{what} of {name!r}', limit, non_negative=True, shape=()))
     else:
         out = values
-    return _bounded(out, what, limit, non_negative=True, shape=(model.nq,))
+    return _bounded(out, what, limit, non_negative=True, shape=(model.nv,))
 
 
 def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
@@ -130,13 +133,13 @@ def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
                   coulomb: Optional[PerJoint] = None,
                   payloads: Sequence[Payload] = ()) -> DynamicSettings:
     """Validated :class:`DynamicSettings` for ``model``: ``gravity`` (3,) [m/s^2] in the world
-    frame; ``rotor_inertia``, ``damping``, ``coulomb`` per joint (array (nq,) or mapping name ->
+    frame; ``rotor_inertia``, ``damping``, ``coulomb`` per joint (array (nv,) or mapping name ->
     value; defaults: zero rotor inertia, the URDF ``<dynamics>`` friction); ``payloads``, at most
     one per frame (a mass of 0 is no payload). Raises :class:`ModelError` or
     :class:`ShapeError` naming the value at fault.
     """
     g = _bounded(gravity, 'gravity', LIMITS['gravity'], shape=(3,))
-    rotor = per_joint(model, rotor_inertia, np.zeros(model.nq), 'rotor inertia',
+    rotor = per_joint(model, rotor_inertia, np.zeros(model.nv), 'rotor inertia',
                       LIMITS['rotor_inertia'])
     damp = per_joint(model, damping, model.joint_damping, 'damping', LIMITS['damping'])
     coul = per_joint(model, coulomb, model.joint_friction, 'coulomb friction', LIMITS['coulomb'])

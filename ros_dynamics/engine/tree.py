@@ -9,6 +9,9 @@ Builders (URDF, DH) describe a robot as :class:`LinkSpec` and :class:`JointSpec`
 * body 0 is the fixed base (the root link and everything fixed to it); body ``k + 1`` is moved
   by moving joint ``k``; ``fixed`` joints are collapsed: their child links are merged into the
   body of their parent for dynamics and kept as frames;
+* with a root joint (``'floating'`` or ``'planar'``, as Pinocchio's ``root_joint``), moving
+  joint 0 is that joint, named :data:`ROOT_JOINT_NAME`, between the world (body 0, which then
+  holds no link) and the root link;
 * the independent joints (``joint_names``) are the moving joints that are not mimic joints, in
   the same order; a mimic joint follows ``q_mimic = multiplier * q_leader + offset``, resolved
   through chains of mimic joints down to an independent joint.
@@ -19,12 +22,16 @@ import warnings
 
 import numpy as np
 
-from .exceptions import InertiaError, InertiaWarning, UrdfError
-from .joints import JOINT_MODELS
+from .exceptions import InertiaError, InertiaWarning, ModelError, UrdfError
+from .joints import JOINT_MODELS, ONE_DOF_TYPES
 from .spatial import lump_inertias
 
 MOVING_TYPES = tuple(JOINT_MODELS)
 JOINT_TYPES = MOVING_TYPES + ('fixed',)
+#: Name of the joint a root joint adds between the world and the root link (Pinocchio's).
+ROOT_JOINT_NAME = 'root_joint'
+#: Root joints a model can be given at load (``None``: the root link is the fixed base).
+ROOT_JOINTS = (None, 'floating', 'planar')
 
 # Inertia checks: a moment counts as negative, or a triangle inequality as violated, only beyond
 # this fraction of the largest principal moment plus an absolute floor [kg m^2] (real
@@ -112,23 +119,28 @@ class Topology:
     warnings: tuple          # human-readable notes on suspicious inertials
 
 
-def assemble(links, joints, *, strict=False):
-    """Validate links and joints as one tree and compute its :class:`Topology`.
+def assemble(links, joints, *, strict=False, root_joint=None):
+    """Validate links and joints as one tree and compute its :class:`Topology`; ``root_joint``
+    (one of :data:`ROOT_JOINTS`) joins the root link to the world.
 
     Raises :class:`UrdfError` naming the element at fault; physically impossible inertials
     raise :class:`InertiaError` when ``strict`` and otherwise give one :class:`InertiaWarning`.
     """
+    if root_joint not in ROOT_JOINTS:
+        raise ModelError(f'root_joint: expected one of {ROOT_JOINTS}, got {root_joint!r}')
     link_map = _unique(links, 'link')
     joint_map = _unique(joints, 'joint')
     if not link_map:
         raise UrdfError('the robot has no links')
+    if root_joint is not None and ROOT_JOINT_NAME in joint_map:
+        raise UrdfError(f'a joint of the description is named {ROOT_JOINT_NAME!r}, the name of '
+                        'the root joint added at load')
     child_of = {}
     children = {name: [] for name in link_map}
     for j in joints:
         if j.type not in JOINT_TYPES:
             raise UrdfError(f'joint {j.name!r}: unsupported type {j.type!r}; supported types: '
-                            f'{", ".join(JOINT_TYPES)} (floating and planar joints are not '
-                            'supported: the URDF root is the fixed base)')
+                            f'{", ".join(JOINT_TYPES)}')
         for role, link in (('parent', j.parent), ('child', j.child)):
             if link not in link_map:
                 raise UrdfError(f'joint {j.name!r}: unknown {role} link {link!r}')
@@ -160,6 +172,12 @@ def assemble(links, joints, *, strict=False):
     _check_joint_values(joints)
     moving, parent_body, placement, link_body, link_placement = [], [], [], {root: 0}, {}
     link_placement[root] = np.eye(4)
+    if root_joint is not None:
+        moving.append(JointSpec(ROOT_JOINT_NAME, root_joint, parent='', child=root,
+                                origin=np.eye(4), axis=np.array([0.0, 0.0, 1.0])))
+        parent_body.append(0)
+        placement.append(np.eye(4))
+        link_body[root] = 1
     for link in order[1:]:
         j = joint_map[child_of[link]]
         body = link_body[j.parent]
@@ -214,8 +232,8 @@ def _check_joint_values(joints):
     for j in joints:
         if not np.all(np.isfinite(j.origin)):
             raise UrdfError(f'joint {j.name!r}: <origin> holds a non-finite number')
-        if j.type == 'fixed':
-            continue
+        if j.type not in ONE_DOF_TYPES:
+            continue                    # fixed; floating and planar have neither axis nor limits
         norm = np.linalg.norm(j.axis)
         if not np.isfinite(norm) or norm < 1e-12:
             raise UrdfError(f'joint {j.name!r}: <axis> must be a finite non-zero vector, got '
@@ -246,9 +264,12 @@ def _resolve_mimics(moving, joint_map, independent):
             if not (np.isfinite(m.multiplier) and np.isfinite(m.offset)):
                 raise UrdfError(f'joint {cur.name!r}: <mimic> multiplier/offset must be finite')
             leader = joint_map[m.joint]
-            if leader.type not in MOVING_TYPES:
+            if cur.type not in ONE_DOF_TYPES:
+                raise UrdfError(f'joint {cur.name!r}: a {cur.type} joint cannot be a <mimic>; '
+                                f'mimic joints are one of {ONE_DOF_TYPES}')
+            if leader.type not in ONE_DOF_TYPES:
                 raise UrdfError(f'joint {cur.name!r}: <mimic> leader {m.joint!r} is a '
-                                f'{leader.type} joint; it must be one of {MOVING_TYPES}')
+                                f'{leader.type} joint; it must be one of {ONE_DOF_TYPES}')
             path.append(cur)
             on_path.add(cur.name)
             if leader.name in on_path:

@@ -11,6 +11,10 @@ before the XML declaration; a default namespace on ``<robot>``; prefixes never d
 an ``<inertial>`` with a mass but no ``<inertia>`` (a point mass); a ``<mimic>`` of a joint that
 does not exist (the joint stays independent; an error with ``strict``). Tags the model does not
 read (geometry, transmissions, simulator extensions) are ignored silently.
+
+``floating`` and ``planar`` joints are read as Pinocchio reads them: a free flyer, and a planar
+joint moving in its frame's x-y plane; their ``<axis>`` and ``<limit>`` are ignored (an
+``<axis>`` other than z on a planar joint is noted).
 """
 import math
 import os
@@ -20,8 +24,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .exceptions import DynamicsError, UrdfError
+from .joints import ONE_DOF_TYPES
 from .rotations import matrix_from_rpy
-from .tree import JOINT_TYPES, MOVING_TYPES, Inertial, JointSpec, LinkSpec, MimicSpec, moved_links
+from .tree import JOINT_TYPES, Inertial, JointSpec, LinkSpec, MimicSpec, moved_links
 
 _PREFIXED = re.compile(r'</?([A-Za-z_][\w.-]*):[A-Za-z_]|\s([A-Za-z_][\w.-]*):[A-Za-z_][\w.-]*\s*=')
 _DECLARED = re.compile(r'xmlns:([A-Za-z_][\w.-]*)\s*=')
@@ -37,13 +42,14 @@ def read_urdf_file(path):
 
 
 def parse_urdf(xml, *, strict=False, fill_inertials_density=None, base_dir=None,
-               mesh_search_paths=()):
+               mesh_search_paths=(), root_joint=None):
     """Parse URDF text into ``(robot_name, links, joints, notes)``.
 
     ``notes`` lists the leniencies applied (see the module docstring) and, with
     ``fill_inertials_density`` [kg/m^3], the links moved by joints that had no ``<inertial>``
     and got one from their collision (else visual) geometry; mesh URIs are resolved against
-    ``base_dir`` and ``mesh_search_paths``. Raises :class:`UrdfError` for anything that is not a
+    ``base_dir`` and ``mesh_search_paths`` (with a ``root_joint`` every link counts as moved).
+    Raises :class:`UrdfError` for anything that is not a
     well-formed, numerically valid description.
     """
     if not isinstance(xml, str):
@@ -54,11 +60,11 @@ def parse_urdf(xml, *, strict=False, fill_inertials_density=None, base_dir=None,
     root = _parse_xml(xml.lstrip(), notes)
     _check_names(root)
     links = [LinkSpec(link.get('name'), _inertial(link, notes)) for link in root.findall('link')]
-    joints = [_joint_spec(joint) for joint in root.findall('joint')]
+    joints = [_joint_spec(joint, notes) for joint in root.findall('joint')]
     joints = _drop_unknown_mimics(joints, strict, notes)
     if fill_inertials_density is not None:
         links, filled = _fill_inertials(root, links, joints, fill_inertials_density, base_dir,
-                                        mesh_search_paths)
+                                        mesh_search_paths, root_joint is not None)
         notes += filled
     return root.get('name', ''), links, joints, notes
 
@@ -157,7 +163,7 @@ def _inertial(link, notes):
     return Inertial(mass=m, com=T[:3, 3].copy(), inertia=R @ I_bar @ R.T)
 
 
-def _joint_spec(joint):
+def _joint_spec(joint, notes):
     name = joint.get('name')
     where = f'joint {name!r}'
     jtype = joint.get('type')
@@ -165,8 +171,7 @@ def _joint_spec(joint):
         raise UrdfError(f'{where}: missing type attribute')
     if jtype not in JOINT_TYPES:
         raise UrdfError(f'{where}: unsupported type {jtype!r}; supported types: '
-                        f'{", ".join(JOINT_TYPES)} (floating and planar joints are not '
-                        'supported: the URDF root link is the fixed base)')
+                        f'{", ".join(JOINT_TYPES)}')
     links = {}
     for role in ('parent', 'child'):
         elem = joint.find(role)
@@ -178,13 +183,19 @@ def _joint_spec(joint):
     axis = np.array([1.0, 0.0, 0.0]) if axis_elem is None else \
         np.array(_numbers(axis_elem, 'xyz', 3, where, required=True))
     norm = np.linalg.norm(axis)
-    if jtype != 'fixed' and norm > 0:
+    if jtype in ONE_DOF_TYPES and norm > 0:
         axis = axis / norm
+    if jtype == 'planar' and axis_elem is not None and not (
+            norm > 0 and np.allclose(axis / norm, [0.0, 0.0, 1.0])):
+        notes.append(f'{where}: planar joint moves in its frame\'s x-y plane (as in Pinocchio); '
+                     f'<axis xyz="{axis_elem.get("xyz")}"> ignored')
+    if jtype in ('floating', 'planar'):
+        axis = np.array([0.0, 0.0, 1.0])
     limit = joint.find('limit')
     if jtype in ('revolute', 'prismatic') and limit is None:
         raise UrdfError(f'{where}: a {jtype} joint needs a <limit> element')
     lower, upper, velocity, effort = -np.inf, np.inf, np.inf, np.inf
-    if limit is not None and jtype in MOVING_TYPES:
+    if limit is not None and jtype in ONE_DOF_TYPES:
         velocity = _numbers(limit, 'velocity', 1, where, required=True)
         effort = _numbers(limit, 'effort', 1, where, required=True)
         if jtype != 'continuous':
@@ -223,9 +234,9 @@ def _drop_unknown_mimics(joints, strict, notes):
     return out
 
 
-def _fill_inertials(root, links, joints, density, base_dir, search_paths):
+def _fill_inertials(root, links, joints, density, base_dir, search_paths, base_moves):
     from .meshes import geometry_mass_properties, parse_link_geometry
-    moved = moved_links(joints)
+    moved = {link.name for link in links} if base_moves else moved_links(joints)
     missing = [link.name for link in links if link.inertial is None and link.name in moved]
     if not missing:
         return links, []
