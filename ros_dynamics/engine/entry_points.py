@@ -14,7 +14,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import aba, centroidal, contacts, crba, jacobians, kinematics, rnea, rnea_batch
+from . import (
+    aba,
+    centroidal,
+    configuration,
+    contacts,
+    crba,
+    jacobians,
+    kinematics,
+    rnea,
+    rnea_batch,
+)
 from .exceptions import ShapeError
 
 ArrayLike = Any
@@ -22,6 +32,47 @@ ArrayLike = Any
 
 class AlgorithmEntryPoints:
     """Mixed into :class:`~ros_dynamics.engine.model.RobotModel` (see the module docstring)."""
+
+    # --- configurations (:mod:`~ros_dynamics.engine.configuration`) -----------------------
+
+    def q_from_names(self, names: Sequence[str], positions: ArrayLike,
+                     default: Optional[ArrayLike] = None, *,
+                     ignore_unknown: bool = False) -> np.ndarray:
+        """``q`` (nq,) from (name, position) pairs merged onto ``default`` (:meth:`neutral` if
+        None); see :func:`~ros_dynamics.engine.configuration.q_from_names`.
+        """
+        return configuration.q_from_names(self, names, positions, default,
+                                          ignore_unknown=ignore_unknown)
+
+    def joint_state_from_q(self, q: ArrayLike) -> tuple[list[str], list[float]]:
+        """``(names, positions)`` of the actuated joints for one ``q`` (nq,)."""
+        return configuration.joint_state_from_q(self, q)
+
+    def middle_configuration(self) -> np.ndarray:
+        """Middle of the joint limits (nq,) (0 for unbounded joints, identity for floating and
+        planar joints).
+        """
+        return configuration.middle_configuration(self)
+
+    def neutral(self) -> np.ndarray:
+        """The description's pose (nq,), Pinocchio's ``neutral``."""
+        return configuration.neutral(self)
+
+    def random_configuration(self, rng=None, size: Optional[int] = None) -> np.ndarray:
+        """Configurations (nq,) or (size, nq) drawn inside the limits; ``rng``: seed or
+        ``numpy.random.Generator``.
+        """
+        return configuration.random_configuration(self, rng, size)
+
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
+        """The configuration (..., nq) reached from ``q`` moving at ``v`` (..., nv) for ``dt``
+        [s] (the exponential map for floating and planar joints).
+        """
+        return configuration.integrate(self, q, v, dt)
+
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
+        """The velocity (..., nv) that moves ``q0`` to ``q1`` in unit time."""
+        return configuration.difference(self, q0, q1)
 
     # --- kinematics ---------------------------------------------------------------------------
 

@@ -29,14 +29,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 import os
+from types import MappingProxyType
 from typing import Any, Optional
 
 import numpy as np
 
-from . import kinematics
 from .dh import specs_from_dh
 from .entry_points import AlgorithmEntryPoints
-from .exceptions import ModelError, ShapeError, UnknownFrameError, UnknownJointError
+from .exceptions import ModelError, UnknownFrameError, UnknownJointError
 from .joints import X as X_TERM
 from .rotations import matrix_z_to
 from .settings import DynamicSettings, make_settings
@@ -75,7 +75,8 @@ class RobotModel(AlgorithmEntryPoints):
         self.joint_names = topo.independent
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
         self.moving_joint_names = tuple(j.name for j in topo.moving)
-        self._moving_index = {n: i for i, n in enumerate(self.moving_joint_names)}
+        #: Moving joint name -> index (mimic joints included), read-only.
+        self.moving_index = MappingProxyType({n: i for i, n in enumerate(self.moving_joint_names)})
         self.mimic_joint_names = tuple(j.name for j in topo.moving if j.mimic is not None)
         self.n_moving = len(topo.moving)
         self.n_bodies = self.n_moving + 1
@@ -165,7 +166,7 @@ class RobotModel(AlgorithmEntryPoints):
         moving joint reads them.
         """
         models = topo.models
-        indep = [self.joint_models[self._moving_index[name]] for name in self.joint_names]
+        indep = [self.joint_models[self.moving_index[name]] for name in self.joint_names]
         nq = np.array([m.nq for m in indep], dtype=int)
         nv = np.array([m.nv for m in indep], dtype=int)
         #: Per independent joint: its first index in ``q`` and in ``v``, and how many
@@ -185,7 +186,8 @@ class RobotModel(AlgorithmEntryPoints):
                              for n, m in zip(self.joint_names, indep) for c in m.q_coordinates)
         self.v_names = tuple(n if m.nv == 1 else f'{n}_{c}'
                              for n, m in zip(self.joint_names, indep) for c in m.v_coordinates)
-        self._q_name_index = {n: i for i, n in enumerate(self.q_names)}
+        #: Name of a coordinate of ``q`` -> its index, read-only.
+        self.q_name_index = MappingProxyType({n: i for i, n in enumerate(self.q_names)})
         one_dof = [i for i, m in enumerate(indep) if m.nq == 1]
         #: The independent one-DOF joints (revolute, continuous, prismatic): what a
         #: ``JointState`` carries and what drives; all of :attr:`joint_names` for a fixed base
@@ -241,7 +243,7 @@ class RobotModel(AlgorithmEntryPoints):
         """
         by_name = {j.name: j for j in topo.moving}
         indep = [by_name[n] for n in self.joint_names]
-        models = [topo.models[self._moving_index[n]] for n in self.joint_names]
+        models = [topo.models[self.moving_index[n]] for n in self.joint_names]
 
         def per_q(values):
             return _frozen([x for v in values for x in v])
@@ -350,111 +352,6 @@ class RobotModel(AlgorithmEntryPoints):
             return self._joint_index[joint]
         except (KeyError, TypeError):
             raise UnknownJointError(joint, self.joint_names) from None
-
-    def q_from_names(self, names: Sequence[str], positions: ArrayLike,
-                     default: Optional[ArrayLike] = None, *,
-                     ignore_unknown: bool = False) -> np.ndarray:
-        """``q`` (nq,) from (name, position) pairs merged onto ``default`` (:meth:`neutral`
-        if None); names are those of :attr:`q_names` (the joints' for one-DOF joints).
-
-        Names of mimic joints are accepted and ignored (they follow their leader). Unknown
-        names raise :class:`UnknownJointError` unless ``ignore_unknown``.
-        """
-        names = list(names)
-        positions = kinematics.as_finite_array(positions, 'positions').reshape(-1)
-        if len(names) != positions.size:
-            raise ShapeError(f'names and positions: expected equal lengths, got {len(names)} '
-                             f'names and {positions.size} positions')
-        q = self.neutral() if default is None else \
-            kinematics.as_configuration(self, default, 'default').copy()
-        for name, value in zip(names, positions):
-            i = self._q_name_index.get(name)
-            if i is not None:
-                q[i] = value
-            elif name not in self._moving_index and not ignore_unknown:
-                raise UnknownJointError(name, self.q_names)
-        return q
-
-    def joint_state_from_q(self, q: ArrayLike) -> tuple[list[str], list[float]]:
-        """``(names, positions)`` of the :attr:`actuated_joint_names` for one ``q`` (nq,)."""
-        q = kinematics.as_configuration(self, q, 'q')
-        if q.ndim != 1:
-            raise ShapeError(f'q: expected one configuration of shape ({self.nq},), got {q.shape}')
-        return list(self.actuated_joint_names), q[self.actuated_q_index].tolist()
-
-    def middle_configuration(self) -> np.ndarray:
-        """Middle of the joint limits (nq,); 0 for unbounded joints, :meth:`neutral` for
-        floating and planar joints.
-        """
-        finite = np.isfinite(self.lower_limits) & np.isfinite(self.upper_limits)
-        q = np.where(finite, 0.5 * (np.where(finite, self.lower_limits, 0)
-                                    + np.where(finite, self.upper_limits, 0)), 0.0)
-        return self._with_multi_dof(q, lambda joint: joint.neutral())
-
-    def neutral(self) -> np.ndarray:
-        """The configuration (nq,) of the description's pose: every one-DOF joint at zero,
-        floating and planar joints at the identity (Pinocchio's ``neutral``).
-        """
-        return self._with_multi_dof(np.zeros(self.nq), lambda joint: joint.neutral())
-
-    def random_configuration(self, rng=None, size: Optional[int] = None) -> np.ndarray:
-        """Configurations (nq,) -- or (size, nq) -- drawn uniformly inside the limits (one
-        turn for unbounded joints); floating and planar joints: translations in +-1 m, the
-        orientation uniform. ``rng``: a seed or ``numpy.random.Generator``.
-        """
-        rng = np.random.default_rng(rng)
-        shape = () if size is None else (int(size),)
-        q = rng.uniform(self.sampling_lower, self.sampling_upper, size=shape + (self.nq,))
-        return self._with_multi_dof(q, lambda joint, lo, hi: joint.random(rng, lo, hi, shape),
-                                    bounds=True)
-
-    def _with_multi_dof(self, q, value, bounds=False):
-        """``q`` with the coordinates of each multi-DOF joint set to ``value(joint)`` (or
-        ``value(joint, lower, upper)`` with its sampling bounds).
-        """
-        for _, joint, start, _ in self.multi_dof_joints:
-            part = slice(start, start + joint.nq)
-            q[..., part] = value(joint, self.sampling_lower[part], self.sampling_upper[part]) \
-                if bounds else value(joint)
-        return q
-
-    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
-        """The configuration (..., nq) reached from ``q`` (..., nq) moving at ``v`` (..., nv)
-        for ``dt`` [s]: ``q + v dt`` for one-DOF joints, the exponential map for floating
-        (SE(3), ``v`` in the body's axes) and planar (SE(2)) joints, as Pinocchio's
-        ``integrate``. Quaternions of ``q`` are normalised first.
-        """
-        q = kinematics.as_configuration(self, q, 'q')
-        vdt = kinematics.as_velocity(self, v, 'v', q.shape[:-1]) * float(dt)
-        if not self.has_multi_dof:
-            return q + vdt
-        out = np.array(q)
-        out[..., self.actuated_q_index] += vdt[..., self.actuated_v_index]
-        for _, joint, iq, iv in self.multi_dof_joints:
-            out[..., iq:iq + joint.nq] = joint.integrate(q[..., iq:iq + joint.nq],
-                                                         vdt[..., iv:iv + joint.nv])
-        return out
-
-    def difference(self, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
-        """The velocity (..., nv) that moves ``q0`` to ``q1`` in unit time (the inverse of
-        :meth:`integrate`: the logarithm for floating and planar joints, angles of a turn or
-        less for them).
-        """
-        q0 = kinematics.as_configuration(self, q0, 'q0')
-        q1 = kinematics.as_configuration(self, q1, 'q1')
-        try:
-            q0, q1 = np.broadcast_arrays(q0, q1)
-        except ValueError:
-            raise ShapeError(f"q1: batch shape {q1.shape[:-1]} does not match q0's "
-                             f'{q0.shape[:-1]}') from None
-        if not self.has_multi_dof:
-            return q1 - q0
-        v = np.empty(q0.shape[:-1] + (self.nv,))
-        v[..., self.actuated_v_index] = (q1 - q0)[..., self.actuated_q_index]
-        for _, joint, iq, iv in self.multi_dof_joints:
-            v[..., iv:iv + joint.nv] = joint.difference(q0[..., iq:iq + joint.nq],
-                                                        q1[..., iq:iq + joint.nq])
-        return v
 
     # --- moving-joint helpers used by the algorithms ------------------------------------------
 
