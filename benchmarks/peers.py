@@ -64,7 +64,7 @@ class Pinocchio:
         fid = pm.getFrameId(tip)
         idx_v = [pm.joints[pm.getJointId(n)].idx_v for n in model.moving_joint_names]
         G = np.zeros((pm.nv, model.nq))
-        G[idx_v] = model.mimic_matrix
+        G[idx_v] = model.rate_matrix()
         self.convert = lambda q: _pin_q(pin, pm, model, q)
         self.G = G
         self.notes = {}

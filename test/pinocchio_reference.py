@@ -25,7 +25,7 @@ class Reference:
                  for n, m in zip(model.moving_joint_names, model.joint_models)
                  for i in range(m.nv)]
         self.G = np.zeros((pm.nv, model.nv))
-        self.G[idx_v] = model.mimic_matrix
+        self.G[idx_v] = model.rate_matrix()
 
     def q(self, q):
         out = pin.neutral(self.pm)

@@ -50,8 +50,9 @@ def mass_matrix(model, state):
     S = state.S_world
     F = subtree_momenta(model, state)                     # Ic_k S_k
     P = S @ np.swapaxes(F, -1, -2)                        # P[j, k] = S_j . Ic_k S_k
-    upper = P * model.dof_ancestor
-    M = upper + np.swapaxes(upper, -1, -2) - P * model.dof_same_joint
+    ancestor, same_joint = model.dof_ancestry()
+    upper = P * ancestor
+    M = upper + np.swapaxes(upper, -1, -2) - P * same_joint
     if model.has_mimic:
         G = model.mimic_matrix
         M = G.T @ M @ G
@@ -75,8 +76,8 @@ def coriolis_matrix(model, state):
     ST = np.swapaxes(S, -1, -2)
     near = Z1 @ np.swapaxes(Sd, -1, -2) + Z2 @ ST           # j ancestor-or-self of k: [k, j]
     far = S @ np.swapaxes(Y, -1, -2)                        # k strict ancestor of j: [k, j]
-    anc = model.dof_ancestor
-    C = near * anc.T + far * (anc - model.dof_same_joint)
+    anc, same_joint = model.dof_ancestry()
+    C = near * anc.T + far * (anc - same_joint)
     if model.has_mimic:
         G = model.mimic_matrix
         C = G.T @ C @ G

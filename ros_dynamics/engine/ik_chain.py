@@ -29,7 +29,7 @@ class Chain:
 
     def __init__(self, model, frame):
         f = model.frame_index(frame)
-        joints = np.flatnonzero(model.joint_moves_body[model.frame_body[f]])   # root first
+        joints = model.joints_moving_body(model.frame_body[f])                  # root first
         multi = [k for k in joints if model.joint_models[k].nq > 1]
         #: The body the chain starts from (0, the world, unless a multi-DOF joint moves the
         #: frame: then the body the last one moves); :meth:`evaluate` gives poses in its frame.
@@ -55,7 +55,7 @@ class Chain:
         q_index = model.joint_q_source[joints]
         self.multiplier = model.joint_multiplier[joints]
         self.offset = model.joint_offset[joints]
-        columns = model.mimic_matrix[model.joint_dof_start[joints]]   # chain joint rates from v
+        columns = model.rate_matrix(model.joint_dof_start[joints])     # chain joint rates from v
         # Chains without mimic joints read their joints' q directly.
         self.mimic = not (np.all(self.multiplier == 1.0) and np.all(self.offset == 0.0)
                           and len(set(q_index.tolist())) == n)

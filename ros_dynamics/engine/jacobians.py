@@ -41,7 +41,7 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
     check_convention(expressed_in)
     m = state.model
     f = m.frame_index(frame)
-    moves = m.dof_moves_body[m.frame_body[f]][:, None]
+    moves = m.dof_mask(m.frame_body[f])[:, None]
     S = state.S_world * moves
     if expressed_in == 'world':
         return m.to_independent_columns(np.swapaxes(S, -1, -2))
@@ -61,7 +61,7 @@ def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', p
     m = state.model
     f = m.frame_index(frame)
     b = m.frame_body[f]
-    moves = m.dof_moves_body[b][:, None]
+    moves = m.dof_mask(b)[:, None]
     J = np.swapaxes(state.S_world * moves, -1, -2)
     Jdot = np.swapaxes(state.S_dot_world * moves, -1, -2)
     if expressed_in != 'world':

@@ -46,6 +46,28 @@ from .urdf import parse_urdf, read_urdf_file
 ArrayLike = Any
 
 
+#: Largest number of degrees of freedom for which the model keeps dense tree-sum matrices.
+DENSE_LIMIT = 1024
+#: Paths from the root longer than this are stored as links to their parent's (linear memory).
+_SHARED_PATHS = 64
+
+
+class _Path:
+    """A long root-to-body path: its parent body's path and one more joint."""
+
+    __slots__ = ('parent', 'joint')
+
+    def __init__(self, parent, joint):
+        self.parent, self.joint = parent, joint
+
+    def joints(self):
+        out, path = [], self
+        while isinstance(path, _Path):
+            out.append(path.joint)
+            path = path.parent
+        return list(path) + out[::-1]
+
+
 def _frozen(a, dtype=float):
     a = np.array(a, dtype=dtype)
     a.setflags(write=False)
@@ -110,7 +132,11 @@ class RobotModel(AlgorithmEntryPoints):
         #: Rotation (n_moving, 3, 3) from each joint's z-aligned frame (the child link frame
         #: turned so that the joint axis is z; the child frame itself for multi-DOF joints) to
         #: the child link frame.
-        A = np.array([matrix_z_to(a) for a in topo.axis]).reshape(n, 3, 3)
+        turns = {}                          # most joints share a few axes
+        for a in map(tuple, topo.axis):
+            if a not in turns:
+                turns[a] = matrix_z_to(a)
+        A = np.array([turns[a] for a in map(tuple, topo.axis)]).reshape(n, 3, 3)
         self.joint_z_rotation = _frozen(A)
         Z = np.array([m.transform_terms if m.nq == 1 else np.zeros((4, 4, 4))
                       for m in models]).reshape(n, 4, 4, 4)
@@ -129,12 +155,6 @@ class RobotModel(AlgorithmEntryPoints):
         #: constant part of a joint in the trajectory kernel and the IK chains.
         A_parent = np.concatenate([np.eye(4)[None], A4])[topo.parent_body]
         self.joint_z_placement = _frozen(np.swapaxes(A_parent, 1, 2) @ PA)
-        # joint_moves_body[b, k] = 1 when moving joint k lies on the path from the root to body b.
-        moves = np.zeros((self.n_bodies, n))
-        for k, parent in enumerate(topo.parent_body):
-            moves[k + 1] = moves[parent]
-            moves[k + 1, k] = 1.0
-        self.joint_moves_body = _frozen(moves)
 
         # Degrees of freedom: the velocity coordinates of every moving joint, joint by joint
         # (one per one-DOF joint: then dof k is moving joint k).
@@ -152,12 +172,23 @@ class RobotModel(AlgorithmEntryPoints):
         motion = [m.motion_subspace.reshape(-1, 2, 3) @ A[k].T for k, m in enumerate(models)]
         self.dof_motion = _frozen(np.concatenate(motion).reshape(-1, 6) if n else
                                   np.zeros((0, 6)))
-        #: dof_moves_body[b, d] = 1 when degree of freedom d moves body b (n_bodies, n_dof).
-        self.dof_moves_body = _frozen(moves[:, dof_joint])
-        #: dof_ancestor[i, d] = 1 when dof i moves the body of dof d, itself included;
-        #: dof_same_joint[i, d] = 1 when both belong to one joint (n_dof, n_dof).
-        self.dof_ancestor = _frozen(self.dof_moves_body[dof_joint + 1].T)
-        self.dof_same_joint = _frozen(dof_joint[:, None] == dof_joint[None, :])
+        #: Moving joints (root first) on the path from the root to each body.
+        paths = [()]
+        for k, parent in enumerate(topo.parent_body):
+            up = paths[parent]
+            paths.append(up + (k,) if isinstance(up, tuple) and len(up) < _SHARED_PATHS
+                         else _Path(up, k))
+        self._paths = tuple(paths)
+        #: dof_moves_body[b, d] = 1 when degree of freedom d moves body b (n_bodies, n_dof):
+        #: built for models of at most :data:`DENSE_LIMIT` degrees of freedom (the tree sums
+        #: are then one matrix product each), None for larger ones (then they loop over the
+        #: joints, so that memory and build time stay linear in size).
+        self.dof_moves_body = None
+        if self.n_dof <= DENSE_LIMIT:
+            moves = np.zeros((self.n_bodies, self.n_dof))
+            for b in range(1, self.n_bodies):
+                moves[b] = self.dof_mask(b)
+            self.dof_moves_body = _frozen(moves)
         #: True when some joint has several degrees of freedom (a floating or planar joint).
         self.has_multi_dof = bool(self.n_dof != n)
 
@@ -221,9 +252,8 @@ class RobotModel(AlgorithmEntryPoints):
         #: (mimic joints; 1 otherwise); as a matrix ``G`` (n_dof, nv), dof rates = ``G v``.
         self.dof_v_source = _frozen(dof_v, int)
         self.dof_multiplier = _frozen(dof_multiplier)
-        G = np.zeros((self.n_dof, self.nv))
-        G[np.arange(self.n_dof), dof_v] = dof_multiplier
-        self.mimic_matrix = _frozen(G)
+        #: ``G`` (n_dof, nv) of a model with mimic joints (None without: then G = I).
+        self.mimic_matrix = _frozen(self.rate_matrix()) if self.has_mimic else None
 
     def _init_frames(self, topo):
         """Frames: every link, depth-first."""
@@ -371,6 +401,15 @@ class RobotModel(AlgorithmEntryPoints):
             return qd
         return qd[..., self.dof_v_source] * self.dof_multiplier
 
+    def rate_matrix(self, dofs: Optional[np.ndarray] = None) -> np.ndarray:
+        """Rows ``dofs`` (all when None) of ``G`` (n_dof, nv): the rates of those degrees of
+        freedom from ``v`` (a mimic joint's row holds its multiplier at its leader's column).
+        """
+        dofs = np.arange(self.n_dof) if dofs is None else np.asarray(dofs, dtype=int)
+        G = np.zeros((len(dofs), self.nv))
+        G[np.arange(len(dofs)), self.dof_v_source[dofs]] = self.dof_multiplier[dofs]
+        return G
+
     def to_independent_columns(self, J: np.ndarray) -> np.ndarray:
         """Map columns over degrees of freedom (..., r, n_dof) to ``v`` (..., r, nv)."""
         return J @ self.mimic_matrix if self.has_mimic else J
@@ -379,17 +418,50 @@ class RobotModel(AlgorithmEntryPoints):
         """Map forces of every degree of freedom (..., n_dof) to those of ``v`` (..., nv)."""
         return tau_moving @ self.mimic_matrix if self.has_mimic else tau_moving
 
+    def joints_moving_body(self, body: int) -> np.ndarray:
+        """Moving joints (root first) on the path from the root to ``body``."""
+        path = self._paths[body]
+        return np.array(path.joints() if isinstance(path, _Path) else path, dtype=int)
+
+    def dof_mask(self, body: int) -> np.ndarray:
+        """(n_dof,) 1 for the degrees of freedom that move ``body``, else 0."""
+        if self.dof_moves_body is not None:
+            return self.dof_moves_body[body]
+        mask = np.zeros(self.n_dof)
+        mask[np.isin(self.dof_joint, self.joints_moving_body(body))] = 1.0
+        return mask
+
+    def dof_ancestry(self) -> tuple[np.ndarray, np.ndarray]:
+        """``ancestor[i, d]`` = 1 when dof i moves the body of dof d, itself included, and
+        ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each.
+        """
+        moves = self.dof_moves_body if self.dof_moves_body is not None else \
+            np.array([self.dof_mask(b) for b in range(self.n_bodies)])
+        return moves[self.dof_body].T, self.dof_joint[:, None] == self.dof_joint[None, :]
+
     def path_sum(self, x: np.ndarray) -> np.ndarray:
         """Per body, the sum over the degrees of freedom on its path from the root:
         (..., n_dof, k) -> (..., n_bodies, k).
         """
-        return self.dof_moves_body @ x
+        if self.dof_moves_body is not None:
+            return self.dof_moves_body @ x
+        out = np.zeros(x.shape[:-2] + (self.n_bodies, x.shape[-1]))
+        for k, parent in enumerate(self.joint_parent_body):
+            d, n = self.joint_dof_start[k], self.joint_models[k].nv
+            own = x[..., d, :] if n == 1 else np.sum(x[..., d:d + n, :], axis=-2)
+            out[..., k + 1, :] = out[..., parent, :] + own
+        return out
 
     def subtree_sum(self, x: np.ndarray) -> np.ndarray:
         """Per degree of freedom, the sum over the bodies it moves:
         (..., n_bodies, k) -> (..., n_dof, k).
         """
-        return self.dof_moves_body.T @ x
+        if self.dof_moves_body is not None:
+            return self.dof_moves_body.T @ x
+        acc = np.array(x, dtype=float)
+        for k in range(self.n_moving - 1, -1, -1):
+            acc[..., self.joint_parent_body[k], :] += acc[..., k + 1, :]
+        return acc[..., self.dof_body, :]
 
     # --- run-time dynamic settings ----------------------------------------------------------
 

@@ -200,8 +200,8 @@ def assemble(links, joints, *, strict=False, root_joint=None):
     notes += _massless_subtrees(moving, parent_body, mass)
     if notes:
         if strict:
-            raise InertiaError('physically impossible inertials: ' + '; '.join(notes))
-        warnings.warn('robot description: ' + '; '.join(notes), InertiaWarning, stacklevel=3)
+            raise InertiaError('physically impossible inertials: ' + _summary(notes))
+        warnings.warn('robot description: ' + _summary(notes), InertiaWarning, stacklevel=3)
 
     return Topology(
         root=root,
@@ -217,6 +217,12 @@ def assemble(links, joints, *, strict=False, root_joint=None):
         body_mass=mass, body_com=com, body_inertia=inertia,
         warnings=tuple(notes),
     )
+
+
+def _summary(notes, shown=5):
+    """The first ``shown`` notes and how many more (a message stays short for any model)."""
+    more = f'; and {len(notes) - shown} more' if len(notes) > shown else ''
+    return '; '.join(notes[:shown]) + more
 
 
 def _unique(items, kind):
@@ -337,7 +343,9 @@ def _merge_inertials(link_map, link_body, link_placement, n_bodies, order):
     com = np.zeros((n_bodies, 3))
     inertia = np.zeros((n_bodies, 3, 3))
     for b, body_parts in enumerate(parts):
-        if body_parts:
+        if len(body_parts) == 1:
+            mass[b], com[b], inertia[b] = body_parts[0]
+        elif body_parts:
             m, c, i = zip(*body_parts)
             mass[b], com[b], inertia[b] = lump_inertias(m, c, i)
     return mass, com, inertia, notes

@@ -135,7 +135,9 @@ def _pose(parent, where):
     T = np.eye(4)
     origin = parent.find('origin')
     if origin is not None:
-        T[:3, :3] = matrix_from_rpy(_numbers(origin, 'rpy', 3, where, default=[0.0] * 3))
+        rpy = _numbers(origin, 'rpy', 3, where, default=[0.0] * 3)
+        if any(rpy):
+            T[:3, :3] = matrix_from_rpy(rpy)
         T[:3, 3] = _numbers(origin, 'xyz', 3, where, default=[0.0] * 3)
     return T
 
