@@ -11,12 +11,20 @@ DEMO_ARM = os.path.join(REPO, 'ros_dynamics', 'robots', 'demo_arm.urdf')
 
 
 def example_robot_data_dir():
-    """``.../share/example-robot-data/robots`` of the installed example-robot-data wheel."""
-    for base in {sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']}:
-        path = os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots')
+    """``.../share/example-robot-data/robots`` of the installed example-robot-data: the PyPI
+    wheel's (``cmeel.prefix``), else a ROS install's (``ros-<distro>-example-robot-data``).
+    """
+    candidates = [os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots')
+                  for base in {sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']}]
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            candidates.append(os.path.join(prefix, 'share', 'example-robot-data', 'robots'))
+    for path in candidates:
         if os.path.isdir(path):
             return path
-    raise RuntimeError('example-robot-data is not installed (make env installs it)')
+    raise RuntimeError('example-robot-data is not installed (make env installs it; on a ROS '
+                       'install: pip install example-robot-data, or ros-<distro>-example-robot-'
+                       'data)')
 
 
 def erd(relative):
