@@ -35,6 +35,8 @@ CONVENTIONS = ('world', 'local_world_aligned', 'local')
 #: (URDFs write "unlimited" as limits of 1e16), and below where the products in the dynamics
 #: (velocities squared, ~1e154) would overflow to Inf.
 MAX_JOINT_VALUE = 1e100
+_EYE4 = np.eye(4)
+_EYE4.setflags(write=False)
 
 
 def check_convention(expressed_in):
@@ -70,7 +72,7 @@ def as_finite_array(x, name):
         raise InvalidInputError(f'{name}: expected real numbers of magnitude <= '
                                 f'{MAX_JOINT_VALUE:g}') from None
     # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
-    if not np.all(np.abs(x) <= MAX_JOINT_VALUE):
+    if not (np.abs(x) <= MAX_JOINT_VALUE).all():
         shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
         raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
                                 f'{MAX_JOINT_VALUE:g}, got {shown}')
@@ -228,7 +230,7 @@ def _body_poses(model, q_joint):
     else:
         local = (terms[..., :3] @ model.joint_transform_basis[:, :3]).reshape(batch + (n, 4, 4))
     T = np.empty(batch + (model.n_bodies, 4, 4))
-    T[..., 0, :, :] = np.eye(4)
+    T[..., 0, :, :] = _EYE4
     for k, parent in enumerate(model.joint_parent_body):
         np.matmul(T[..., parent, :, :], local[..., k, :, :], out=T[..., k + 1, :, :])
     return T
