@@ -373,7 +373,7 @@ class PyKDL:
         self.index = [model.joint_names.index(n) if n in model.joint_names else None
                       for n in names]
         n = chain.getNrOfJoints()
-        g = kdl.Vector(*model.gravity.tolist())
+        g = kdl.Vector(*model.settings.gravity.tolist())
         fk = kdl.ChainFkSolverPos_recursive(chain)
         jac = kdl.ChainJntToJacSolver(chain)
         dyn = kdl.ChainDynParam(chain, g)
