@@ -122,9 +122,10 @@ class IKSolver:
     def prepare(self, frame: str, samples: int = 20000, rng=0) -> SeedTable:
         """Build (or rebuild) the seed table of ``frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
         ``samples`` configurations inside the limits indexed by the frame's pose, from which
-        later :meth:`solve` calls start next to their targets. A one-time cost (20-55 ms and
-        about 3 MB for 20,000 samples of a 7-joint arm) that makes most solves about twice as
-        fast and rarely-solved targets reliable. ``rng``: seed or generator of the samples.
+        later :meth:`solve` calls start next to their targets. A one-time cost (16-30 ms and
+        about 3 MB for 20,000 samples of the benchmark's 6- to 9-joint arms) that makes most
+        solves about twice as fast and rarely-solved targets reliable. ``rng``: seed or
+        generator of the samples.
         """
         if not (isinstance(samples, (int, np.integer)) and 1 <= samples <= MAX_SEED_SAMPLES):
             raise InvalidInputError(f'samples: expected a whole number in 1..{MAX_SEED_SAMPLES}, '
