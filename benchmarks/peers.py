@@ -296,6 +296,21 @@ class IKPy:
         return np.array([q[i] if i is not None else 0.0 for i in self.index]), None, None
 
 
+def urdf_chain(path, tip):
+    """The URDF's joints from its root link to ``tip``, root first (as kdl_parser chains them),
+    and all its links.
+    """
+    from ros_dynamics.engine.urdf import parse_urdf, read_urdf_file
+    _, links, joints, _ = parse_urdf(read_urdf_file(path))
+    parent_joint = {j.child: j for j in joints}
+    chain = []
+    link = tip
+    while link in parent_joint:
+        chain.append(parent_joint[link])
+        link = parent_joint[link].parent
+    return chain[::-1], links
+
+
 PYKDL_PATHS = ('/usr/lib/python3/dist-packages',)
 
 
@@ -331,16 +346,8 @@ class PyKDL:
 
     def __init__(self, model, tip, path):
         kdl = self.kdl = import_pykdl()
-        from ros_dynamics.engine.urdf import parse_urdf, read_urdf_file
-        _, links, joints, _ = parse_urdf(read_urdf_file(path))
+        chain_joints, links = urdf_chain(path, tip)
         inertial = {link.name: link.inertial for link in links}
-        parent_joint = {j.child: j for j in joints}
-        chain_joints = []
-        link = tip
-        while link in parent_joint:
-            chain_joints.append(parent_joint[link])
-            link = parent_joint[link].parent
-        chain_joints.reverse()
         self.chain = chain = kdl.Chain()
         names = []
         for j in chain_joints:
@@ -366,7 +373,7 @@ class PyKDL:
         self.index = [model.joint_names.index(n) if n in model.joint_names else None
                       for n in names]
         n = chain.getNrOfJoints()
-        g = kdl.Vector(*model.gravity.tolist())
+        g = kdl.Vector(*model.settings.gravity.tolist())
         fk = kdl.ChainFkSolverPos_recursive(chain)
         jac = kdl.ChainJntToJacSolver(chain)
         dyn = kdl.ChainDynParam(chain, g)
@@ -396,3 +403,73 @@ class PyKDL:
     def state(self, q, qd, qdd):
         """Our state as KDL joint arrays."""
         return self.array(q), self.array(qd), self.array(qdd)
+
+
+class TracIK:
+    """TRAC-IK (TRACLabs' C++: KDL's Newton-Raphson and an NLopt SQP raced in two threads) through
+    the pytracik bindings, solve type Speed, on the chain from the root link to the tip -- so its
+    targets, given in the chain's base link, are our world-frame targets.
+
+    Its URDF reader misreads some limits (all zero on example-robot-data's panda and tiago,
+    float32-rounded elsewhere): it is given the model's limits, a continuous joint's as the
+    +-FLT_MAX its own reader uses for them. ``epsilon`` bounds each component of its pose error
+    (position [m] and rotation vector [rad]) separately.
+    """
+
+    name = 'TRAC-IK (C++)'
+
+    def __init__(self, model, tip, path, timeout, epsilon):
+        import pytracik
+        self.pytracik = pytracik
+        with open(path) as f:
+            urdf = f.read()
+        self.solver = pytracik.TRAC_IK(model.root_link, tip, urdf, float(timeout), float(epsilon),
+                                       pytracik.SolveType.Speed)
+        names = [j.name for j in urdf_chain(path, tip)[0] if j.type != 'fixed']
+        self.index = np.array([model.joint_names.index(n) for n in names], dtype=int)
+        if pytracik.get_num_joints(self.solver) != len(self.index):
+            raise RuntimeError(f'TRAC-IK chain of {pytracik.get_num_joints(self.solver)} joints, '
+                               f'expected {names}')
+        unbounded = float(np.finfo(np.float32).max)
+        lower = np.nan_to_num(model.lower_limits[self.index], neginf=-unbounded)
+        upper = np.nan_to_num(model.upper_limits[self.index], posinf=unbounded)
+        pytracik.set_joint_limits(self.solver, lower.tolist(), upper.tolist())
+
+    def solve(self, q_seed, position, quat_xyzw):
+        """Our joint vector with the chain's joints solved from ``q_seed`` (nq,) for the target
+        ``position`` (3,) and ``quat_xyzw`` (4,), or None when TRAC-IK reports no solution.
+        """
+        out = self.pytracik.ik(self.solver, q_seed[self.index], *position, *quat_xyzw)
+        if out[0] < 0:
+            return None
+        q = q_seed.copy()
+        q[self.index] = out[1:]
+        return q
+
+
+class PoseCheck:
+    """An IK answer checked independently of ros_dynamics: Pinocchio's forward kinematics of the
+    tip at the answer, against the target.
+    """
+
+    def __init__(self, model, tip, path):
+        import pinocchio as pin
+        self.pin, self.model = pin, model
+        self.pm = pm = pin.buildModelFromUrdf(path)
+        self.pd = pm.createData()
+        # A link and the joint into it may share a name: the link's frame.
+        self.frame = pm.getFrameId(tip, pin.BODY) if pm.existFrame(tip, pin.BODY) else \
+            pm.getFrameId(tip)
+
+    def errors(self, q, T_world_target):
+        """Whether ``q`` (nq,) is inside the limits, and the pose error of the tip there: the
+        position error (3,) [m] and the rotation vector of ``R_target R^T`` (3,) [rad], in world
+        axes.
+        """
+        m, pin = self.model, self.pin
+        inside = bool(np.all(q >= m.lower_limits - 1e-9) and np.all(q <= m.upper_limits + 1e-9))
+        pin.framesForwardKinematics(self.pm, self.pd, _pin_q(pin, self.pm, m, q))
+        T = self.pd.oMf[self.frame]
+        dp = T_world_target[:3, 3] - T.translation
+        dtheta = pin.log3(T_world_target[:3, :3] @ T.rotation.T)
+        return inside, dp, dtheta

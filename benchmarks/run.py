@@ -33,6 +33,20 @@ ROBOTS = {   # example-robot-data URDF, tip frame
     'kinova': ('kinova_description/robots/kinova.urdf', 'j2s6s200_end_effector'),
     'talos (branched)': ('talos_data/robots/talos_reduced.urdf', 'gripper_left_base_link'),
 }
+IK_ARMS = {   # example-robot-data URDF, tip frame: the arm is the chain from the root link to it
+    'panda': ROBOTS['panda'],
+    'ur5': ROBOTS['ur5'],
+    'kinova': ROBOTS['kinova'],
+    'xarm7': ('xarm_description/urdf/xarm7.urdf', 'link_eef'),
+    'z1': ('z1_description/urdf/z1.urdf', 'gripperStator'),
+    'talos left arm (branched, torso)': ('talos_data/robots/talos_reduced.urdf',
+                                         'gripper_left_base_link'),
+    'baxter left arm (branched)': ('baxter_description/urdf/baxter.urdf', 'left_gripper'),
+    'tiago arm (branched, prismatic torso)': ('tiago_description/robots/tiago.urdf',
+                                              'arm_tool_link'),
+}
+IK_TIMEOUT = 0.005      # [s] per solve, for every solver
+IK_TOLERANCE = 1e-5     # [m] and [rad]
 PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyKDL, peers.PyBullet, peers.MuJoCo,
          peers.IKPy)
 
@@ -162,106 +176,163 @@ def _pinocchio_batched(p, states, best):
     return out
 
 
-def bench_ik(targets, ikpy_targets, rng):
+def bench_ik(targets, slow_targets, rng, arms):
+    """The TRAC-IK protocol on every arm: random reachable targets (the chain's joints drawn
+    inside the limits, the rest at mid-range), seed mid-range, 5 ms, 1e-5; every answer checked
+    with Pinocchio's forward kinematics. ``slow_targets`` for the slow peers (roboticstoolbox's
+    ik_LM, KDL's LMA, ikpy).
+    """
+    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
     out = {}
-    from ros_dynamics.engine.rotations import log_so3
-    for robot in ('panda', 'ur5', 'kinova'):
-        rel, tip = ROBOTS[robot]
+    for robot in arms:
+        rel, tip = IK_ARMS[robot]
         path = erd(rel)
         model = load(path)
-        chain_joints = [model.joint_names.index(n) for n in model.joint_names
-                        if model.joint_moves_body[model.frame_body[model.frame_index(tip)]]
-                        [model.moving_joint_names.index(n)]]
+        chain = [model.joint_names.index(j.name) for j in peers.urdf_chain(path, tip)[0]
+                 if j.type != 'fixed']
         lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
         hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
         seed = model.middle_configuration()
         goals = []
         for _ in range(targets):
             q = seed.copy()
-            q[chain_joints] = rng.uniform(lo[chain_joints], hi[chain_joints])
+            q[chain] = rng.uniform(lo[chain], hi[chain])
             goals.append(model.frame_pose(q, tip))
-
-        def check(q, T):
-            if q is None or not np.all(np.isfinite(q)):
-                return False
-            inside = np.all(q >= model.lower_limits - 1e-9) and \
-                np.all(q <= model.upper_limits + 1e-9)
-            Tq = model.frame_pose(q, tip)
-            return bool(inside and np.linalg.norm(Tq[:3, 3] - T[:3, 3]) <= 1e-5
-                        and np.linalg.norm(log_so3(T[:3, :3] @ Tq[:3, :3].T)) <= 1e-5)
-
+        check = peers.PoseCheck(model, tip, path)
         t = time.perf_counter()
         solver = IKSolver(model)
         table = solver.prepare(tip)            # one-time seed table, outside the timed solves
         prepare_ms = (time.perf_counter() - t) * 1e3
         rows = {}
-        times, ok = [], 0
+        answers, times = [], []
         for i, T in enumerate(goals):
             t = time.perf_counter()
-            res = solver.solve(tip, T, seed, timeout=0.005, rng=i)
+            res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
+                               position_tolerance=IK_TOLERANCE,
+                               orientation_tolerance=IK_TOLERANCE)
             times.append(time.perf_counter() - t)
-            ok += res.success and check(res.q, T)
-        rows['ros_dynamics'] = _ik_row(ok, times)
+            answers.append(res.q if res.success else None)
+        rows['ros_dynamics'] = _ik_row(check, goals, answers, times)
         try:
-            p = peers.RoboticsToolbox(model, tip, path)
-            ets = p.robot.ets(end=tip)          # the chain from the root to the tip
-            if ets.n != len(chain_joints):
-                raise RuntimeError(f'chain of {ets.n} joints, expected {len(chain_joints)}')
-            times, ok = [], 0
+            trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
+            answers, times = [], []
             for T in goals:
+                position, quat = T[:3, 3].tolist(), quat_xyzw_from_matrix(T[:3, :3]).tolist()
                 t = time.perf_counter()
-                sol = ets.ik_LM(T, q0=seed[chain_joints], ilimit=30, slimit=100, tol=1e-12,
-                                joint_limits=True)
+                q = trac.solve(seed, position, quat)
                 times.append(time.perf_counter() - t)
-                q = seed.copy()
-                q[chain_joints] = sol.q
-                ok += bool(sol.success) and check(q, T)
-            rows['roboticstoolbox ik_LM (C++)'] = _ik_row(ok, times)
-        except Exception as err:  # noqa: BLE001
-            rows['roboticstoolbox ik_LM (C++)'] = {'note': f'n/a: {err}'[:160]}
-        try:
-            p = peers.PyKDL(model, tip, path)
-            kdl = p.kdl
-            times, ok = [], 0
-            seed_kdl = p.array(seed)
-            solution = kdl.JntArray(len(p.index))
-            for T in goals:
-                frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
-                                  kdl.Vector(*T[:3, 3].tolist()))
-                t = time.perf_counter()
-                code = p.lma.CartToJnt(seed_kdl, frame, solution)
-                times.append(time.perf_counter() - t)
-                q = seed.copy()
-                for k, i in enumerate(p.index):
-                    if i is not None:
-                        q[i] = solution[k]
-                ok += code >= 0 and check(q, T)
-            rows['KDL LMA (C++)'] = _ik_row(ok, times)
-        except Exception as err:  # noqa: BLE001
-            rows['KDL LMA (C++)'] = {'note': f'n/a: {err}'[:160]}
-        rows['ikpy'] = {'note': 'solves its own chain (first child at every branch); timed on '
-                                f'{ikpy_targets} targets'}
-        try:
-            p = peers.IKPy(model, tip, path)
-            times, ok = [], 0
-            for T in goals[:ikpy_targets]:
-                t = time.perf_counter()
-                p.chain.inverse_kinematics_frame(T, initial_position=p.state(seed, 0, 0)[0],
-                                                 orientation_mode='all')
-                times.append(time.perf_counter() - t)
-            rows['ikpy']['median_ms'] = float(np.median(times) * 1e3)
-        except Exception as err:  # noqa: BLE001
-            rows['ikpy']['note'] += f'; failed: {err}'[:120]
-        out[robot] = {'targets': targets, 'rows': rows, 'prepare_ms': prepare_ms,
+                answers.append(q)
+            rows[trac.name] = _ik_row(check, goals, answers, times)
+        except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
+            rows[peers.TracIK.name] = {'note': f'n/a: {type(err).__name__}: {err}'[:160]}
+        rows.update(_slow_ik_peers(model, tip, path, chain, seed, goals[:slow_targets], check))
+        out[robot] = {'targets': targets, 'slow_targets': len(goals[:slow_targets]),
+                      'joints': len(chain), 'tip': tip, 'rows': rows, 'prepare_ms': prepare_ms,
                       'seed_table': len(table)}
         print(f'[bench] IK on {robot} done', flush=True)
     return out
 
 
-def _ik_row(ok, times):
+def _slow_ik_peers(model, tip, path, chain, seed, goals, check):
+    """The slower IK peers on ``goals``: roboticstoolbox's ik_LM, KDL's LMA and ikpy."""
+    rows = {}
+    try:
+        p = peers.RoboticsToolbox(model, tip, path)
+        ets = p.robot.ets(end=tip)          # the chain from the root to the tip
+        if ets.n != len(chain):
+            raise RuntimeError(f'chain of {ets.n} joints, expected {len(chain)}')
+        answers, times = [], []
+        for T in goals:
+            t = time.perf_counter()
+            sol = ets.ik_LM(T, q0=seed[chain], ilimit=30, slimit=100, tol=1e-12,
+                            joint_limits=True)
+            times.append(time.perf_counter() - t)
+            q = seed.copy()
+            q[chain] = sol.q
+            answers.append(q if sol.success else None)
+        rows['roboticstoolbox ik_LM (C++)'] = _ik_row(check, goals, answers, times)
+    except Exception as err:  # noqa: BLE001
+        rows['roboticstoolbox ik_LM (C++)'] = {'note': f'n/a: {err}'[:160]}
+    try:
+        p = peers.PyKDL(model, tip, path)
+        kdl = p.kdl
+        answers, times = [], []
+        seed_kdl = p.array(seed)
+        solution = kdl.JntArray(len(p.index))
+        for T in goals:
+            frame = kdl.Frame(kdl.Rotation(*T[:3, :3].ravel().tolist()),
+                              kdl.Vector(*T[:3, 3].tolist()))
+            t = time.perf_counter()
+            code = p.lma.CartToJnt(seed_kdl, frame, solution)
+            times.append(time.perf_counter() - t)
+            q = seed.copy()
+            for k, i in enumerate(p.index):
+                if i is not None:
+                    q[i] = solution[k]
+            answers.append(q if code >= 0 else None)
+        rows['KDL LMA (C++)'] = _ik_row(check, goals, answers, times)
+    except Exception as err:  # noqa: BLE001
+        rows['KDL LMA (C++)'] = {'note': f'n/a: {err}'[:160]}
+    rows['ikpy'] = {'note': 'solves its own chain (first child at every branch); timed only'}
+    try:
+        p = peers.IKPy(model, tip, path)
+        times = []
+        for T in goals:
+            t = time.perf_counter()
+            p.chain.inverse_kinematics_frame(T, initial_position=p.state(seed, 0, 0)[0],
+                                             orientation_mode='all')
+            times.append(time.perf_counter() - t)
+        rows['ikpy']['median_ms'] = float(np.median(times) * 1e3)
+    except Exception as err:  # noqa: BLE001
+        rows['ikpy']['note'] += f'; failed: {err}'[:120]
+    return rows
+
+
+def _ik_row(check, goals, answers, times):
+    """Success rates (each error component within the tolerance, TRAC-IK's test; and both error
+    norms within it, ours), the answers inside the limits, and solve times.
+    """
+    componentwise = norms = 0
+    for q, T in zip(answers, goals):
+        if q is None or not np.all(np.isfinite(q)):
+            continue
+        inside, dp, dtheta = check.errors(q, T)
+        componentwise += inside and max(np.abs(dp).max(), np.abs(dtheta).max()) <= IK_TOLERANCE
+        norms += inside and max(np.linalg.norm(dp), np.linalg.norm(dtheta)) <= IK_TOLERANCE
     times = np.array(times) * 1e3
-    return {'success': ok / len(times), 'median_ms': float(np.median(times)),
-            'p99_ms': float(np.percentile(times, 99))}
+    return {'success': componentwise / len(times), 'success_norms': norms / len(times),
+            'median_ms': float(np.median(times)), 'p99_ms': float(np.percentile(times, 99)),
+            'max_ms': float(times.max()), 'solves': len(times)}
+
+
+def bench_deadline(solves, rng):
+    """Solves that cannot succeed (targets 5 m out of reach, random orientations) run to their
+    deadline: how late they return [ms past the timeout].
+    """
+    from ros_dynamics.engine.rotations import exp_so3
+    out = {}
+    for robot in ('panda', 'talos left arm (branched, torso)'):
+        rel, tip = IK_ARMS[robot]
+        model = load(erd(rel))
+        solver = IKSolver(model)
+        solver.prepare(tip)
+        seed = model.middle_configuration()
+        late = []
+        for i in range(solves // 2):
+            T = np.eye(4)
+            T[:3, :3] = exp_so3(rng.normal(size=3))
+            direction = rng.normal(size=3)
+            T[:3, 3] = 5.0 * direction / np.linalg.norm(direction)
+            t = time.perf_counter()
+            solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i)
+            late.append(time.perf_counter() - t - IK_TIMEOUT)
+        late = np.array(late) * 1e3
+        out[robot] = {'solves': len(late), 'timeout_ms': IK_TIMEOUT * 1e3,
+                      'p50_late_ms': float(np.median(late)),
+                      'p99_late_ms': float(np.percentile(late, 99)),
+                      'max_late_ms': float(late.max())}
+    print('[bench] IK deadline done', flush=True)
+    return out
 
 
 def bench_node(rates, durations):
@@ -392,13 +463,15 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='tiny sizes (a smoke run)')
     parser.add_argument('--output', default=os.path.join(HERE, 'results'))
     parser.add_argument('--only', nargs='*', default=None,
-                        help='sections: engine trajectory ik node scaling')
+                        help='sections: engine trajectory ik deadline node scaling')
     parser.add_argument('--robots', nargs='*', default=list(ROBOTS),
                         help=f'robots of the engine section: {list(ROBOTS)}')
+    parser.add_argument('--arms', nargs='*', default=list(IK_ARMS),
+                        help=f'arms of the IK section: {list(IK_ARMS)}')
     args = parser.parse_args(argv)
     quick = args.quick
     rng = np.random.default_rng(20261121)
-    sections = args.only or ['engine', 'trajectory', 'ik', 'node', 'scaling']
+    sections = args.only or ['engine', 'trajectory', 'ik', 'deadline', 'node', 'scaling']
     results = {'machine': machine(), 'quick': quick}
     previous = os.path.join(args.output, 'results.json')
     if args.only and os.path.isfile(previous):       # a partial run updates its sections
@@ -409,7 +482,9 @@ def main(argv=None):
     if 'trajectory' in sections:
         results['trajectory'] = bench_trajectory(50 if quick else 1000, rng, 3 if quick else 15)
     if 'ik' in sections:
-        results['ik'] = bench_ik(10 if quick else 10000, 3 if quick else 200, rng)
+        results['ik'] = bench_ik(10 if quick else 1500, 3 if quick else 100, rng, args.arms)
+    if 'deadline' in sections:
+        results['deadline'] = bench_deadline(20 if quick else 2000, rng)
     if 'node' in sections:
         results['node'] = bench_node([250] if quick else [250, 500, 1000],
                                      [1.0] if quick else [10.0, 10.0, 60.0])

@@ -45,7 +45,7 @@ def as_finite_array(x, name: str, limit: float = MAX_VALUE) -> np.ndarray:
         raise InvalidInputError(f'{name}: expected real numbers of magnitude <= '
                                 f'{limit:g}') from None
     # One test catches NaN, Inf and magnitudes no joint reaches (they would overflow to Inf).
-    if not np.all(np.abs(x) <= limit):
+    if not (np.abs(x) <= limit).all():
         shown = x.tolist() if x.size < 50 else 'NaN/Inf or huge entries'
         raise InvalidInputError(f'{name}: expected finite values of magnitude <= '
                                 f'{limit:g}, got {shown}')

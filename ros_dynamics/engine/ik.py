@@ -69,22 +69,29 @@ def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_t
     q_seed = kinematics.as_configuration(model, q_seed, 'q_seed')
     if q_seed.ndim != 1:
         raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
-    for name, tol in (('position_tolerance', position_tolerance),
-                      ('orientation_tolerance', orientation_tolerance)):
-        tol = kinematics.as_finite_array(tol, name)
-        if tol.shape != () or not 0 < tol <= MAX_TOLERANCE:
-            raise InvalidInputError(f'{name}: expected a value in (0, {MAX_TOLERANCE:g}], got '
-                                    f'{tol.tolist()}')
+    _check_tolerance('position_tolerance', position_tolerance)
+    _check_tolerance('orientation_tolerance', orientation_tolerance)
     if not (isinstance(max_solutions, (int, np.integer)) and 1 <= max_solutions <= MAX_SOLUTIONS):
         raise InvalidInputError(f'max_solutions: expected a whole number in 1..{MAX_SOLUTIONS}, '
                                 f'got {max_solutions!r}')
     if weights is None:
-        return T_target, q_seed.copy(), np.ones(6)
+        return T_target, q_seed.copy(), None
     w = kinematics.as_finite_array(weights, 'weights')
     if w.shape != (6,) or np.any(w < 0) or not np.any(w > 0) or np.any(w > 1e6):
         raise InvalidInputError('weights: expected 6 values in [0, 1e6] (x, y, z, rx, ry, rz), '
                                 f'not all zero, got {w.tolist()}')
     return T_target, q_seed.copy(), w.copy()
+
+
+def _check_tolerance(name, tol):
+    if not isinstance(tol, (float, int, np.floating, np.integer)):   # scalars: no array
+        tol = kinematics.as_finite_array(tol, name)
+        if tol.shape != ():
+            raise InvalidInputError(f'{name}: expected a value in (0, {MAX_TOLERANCE:g}], got '
+                                    f'{tol.tolist()}')
+    if not 0 < tol <= MAX_TOLERANCE:        # NaN fails too
+        raise InvalidInputError(f'{name}: expected a value in (0, {MAX_TOLERANCE:g}], got '
+                                f'{tol!r:.40}')
 
 
 class IKSolver:
@@ -116,9 +123,10 @@ class IKSolver:
     def prepare(self, frame: str, samples: int = 20000, rng=0) -> SeedTable:
         """Build (or rebuild) the seed table of ``frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
         ``samples`` configurations inside the limits indexed by the frame's pose, from which
-        later :meth:`solve` calls start next to their targets. A one-time cost (20-55 ms and
-        about 3 MB for 20,000 samples of a 7-joint arm) that makes most solves about twice as
-        fast and rarely-solved targets reliable. ``rng``: seed or generator of the samples.
+        later :meth:`solve` calls start next to their targets. A one-time cost (16-30 ms and
+        about 3 MB for 20,000 samples of the benchmark's 6- to 9-joint arms) that makes most
+        solves about twice as fast and rarely-solved targets reliable. ``rng``: seed or
+        generator of the samples.
         """
         if not (isinstance(samples, (int, np.integer)) and 1 <= samples <= MAX_SEED_SAMPLES):
             raise InvalidInputError(f'samples: expected a whole number in 1..{MAX_SEED_SAMPLES}, '
@@ -157,6 +165,7 @@ class IKSolver:
         T_target, q_seed, w = _check(model, tip_frame, T_target, q_seed, position_tolerance,
                                      orientation_tolerance, weights, max_solutions)
         if position_only:
+            w = np.ones(6) if w is None else w
             w[3:] = 0.0
         chain = self.chain(tip_frame)
         if chain.root_body:        # below a floating base: the target in the base's frame
@@ -211,13 +220,13 @@ def _result(search, deadline, q_seed, max_solutions):
         message = f'converged ({len(found)} solution(s), {search.attempts} attempt(s))'
         return IKResult(q, True, p_err, o_err, search.iterations, search.attempts, message,
                         timed_out, [s[0] for s in found])
-    _, x, p_err, o_err = search.best
+    x, p_err, o_err = search.best()
     q = search.q(x)
     why = 'timed out' if timed_out else 'stopped'
     message = (f'{why} after {search.attempts} attempt(s), {search.iterations} iteration(s) '
                f'without reaching the tolerances; best position error {p_err:.3g} m, '
                f'orientation error {o_err:.3g} rad')
-    return IKResult(q, False, float(p_err), float(o_err), search.iterations, search.attempts,
+    return IKResult(q, False, p_err, o_err, search.iterations, search.attempts,
                     message, timed_out, [])
 
 

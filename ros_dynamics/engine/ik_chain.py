@@ -17,9 +17,8 @@ from .joints import X as X_TERM
 _TWO_PI = 2.0 * np.pi
 # Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
 # and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.
-_Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3])
+_Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3, 2, 6, 10])
 _P_ROTATED = np.array([11, 3, 7, 7, 11, 3])
-_Z = np.array([2, 6, 10])
 
 
 class Chain:
@@ -49,8 +48,8 @@ class Chain:
         self.frame_placement = E
         motion = np.array([model.joint_models[k].motion_z for k in joints]).reshape(n, 6)
         #: Per joint, how much its z axis is its angular and its linear motion (1 or 0).
-        self.angular = motion[:, 5, None, None]
-        self.linear = motion[:, 2, None, None]
+        self.angular = motion[:, 5, None]
+        self.linear = motion[:, 2, None]
         self.pure_rotation = bool(np.all(self.angular == 1.0) and np.all(self.linear == 0.0))
         q_index = model.joint_q_source[joints]
         self.multiplier = model.joint_multiplier[joints]
@@ -81,7 +80,11 @@ class Chain:
         self.turns = np.flatnonzero(turns) if turns.any() else None
         self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
         self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
-        for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement):
+        #: Joints (nq,) whose angle is unbounded: solutions move them by whole turns toward
+        #: the seed.
+        self.periodic = model.angular_joints & np.isinf(model.lower_limits)
+        for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement,
+                      self.periodic):
             array.setflags(write=False)
 
     def wrap(self, X):
@@ -98,7 +101,7 @@ class Chain:
         root is :attr:`root_body`'s frame, the world for a fixed base.
         """
         T, JT = self.evaluate(Q[:, self.moved])
-        return T, np.swapaxes(JT, 1, 2)
+        return T, JT.transpose(0, 2, 1)
 
     def evaluate(self, X):
         """``T_root_frame`` (B, 4, 4) and the transposed root-aligned Jacobian (B, m, 6) at
@@ -109,17 +112,15 @@ class Chain:
             return np.broadcast_to(self.frame_placement, (B, 4, 4)), np.zeros((B, 0, 6))
         T, tip = self._frames(X)
         # Rows of J^T: [z_k x (p_tip - p_k), z_k] for a turn about z_k, [z_k, 0] for a shift.
-        flat = T.reshape(n, B, 16)
-        zp = flat.take(_Z_AND_P, 2)
-        d = tip.reshape(B, 16).take(_P_ROTATED, 1) - zp[..., 6:]
+        zp = T.reshape(B, n, 16).take(_Z_AND_P, 2)
+        d = tip.reshape(B, 1, 16).take(_P_ROTATED, 2) - zp[..., 6:12]
         zd = zp[..., :6] * d
-        J = np.empty((n, B, 6))
-        np.subtract(zd[..., :3], zd[..., 3:], out=J[..., :3])
-        J[..., 3:] = flat.take(_Z, 2)
+        JT = np.empty((B, n, 6))
+        np.subtract(zd[..., :3], zd[..., 3:], out=JT[..., :3])
+        JT[..., 3:] = zp[..., 12:]
         if not self.pure_rotation:
-            J[..., :3] = self.angular * J[..., :3] + self.linear * J[..., 3:]
-            J[..., 3:] *= self.angular
-        JT = np.ascontiguousarray(J.transpose(1, 0, 2))
+            JT[..., :3] = self.angular * JT[..., :3] + self.linear * JT[..., 3:]
+            JT[..., 3:] *= self.angular
         return tip, (self.mimic_rows @ JT if self.mimic else JT)
 
     def poses(self, X):
@@ -131,9 +132,7 @@ class Chain:
         return self._frames(X)[1]
 
     def _frames(self, X):
-        """The z-aligned joint frames (n, B, 4, 4) and the frame's pose (B, 4, 4) in the root
-        frame.
-        """
+        """The z-aligned joint frames (B, n, 4, 4) and the frame's pose (B, 4, 4)."""
         n, B = len(self.basis), len(X)
         x = X.take(self.x_index, 1) * self.multiplier + self.offset if self.mimic else X
         x = x.T
@@ -147,8 +146,8 @@ class Chain:
         else:
             L = np.matmul(terms[..., :3], self.basis[:, :3])
         L = L.reshape(n, B, 4, 4)                # C_k Z_k(x_k)
-        T = np.empty_like(L)                     # z-aligned joint frames in the root frame
-        T[0] = L[0]
+        T = np.empty((B, n, 4, 4))               # z-aligned joint frames in the world frame
+        T[:, 0] = L[0]
         for k in range(1, n):
-            np.matmul(T[k - 1], L[k], out=T[k])
-        return T, T[-1] @ self.frame_placement
+            np.matmul(T[:, k - 1], L[k], out=T[:, k])
+        return T, T[:, -1] @ self.frame_placement

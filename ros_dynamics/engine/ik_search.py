@@ -120,33 +120,33 @@ class Search:
     has one, :meth:`IKSolver.prepare`) or at random inside the limits, and so does every
     row that converges or stalls. Joints outside ``active`` (a mask over ``chain.moved``, None
     for all) keep the seed's values: they are held in every step and every starting point.
+    ``w`` (6,): weights of the error rows, None for all ones.
     """
 
     def __init__(self, model, chain, table, T_target, q_seed, w, p_tol, o_tol, position_only,
                  rng, active=None):
         self.chain, self.error, self.rng_seed = chain, _PoseError(T_target), rng
+        self.T_target = T_target
         #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed.
-        self.periodic = model.angular_joints & np.isinf(model.lower_limits)
+        self.periodic = chain.periodic
         self.q_seed = q_seed
         self.inactive = None if active is None or active.all() else ~active
         self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
-        weighted = bool(np.any(w != 1.0))
-        self.w = w if weighted else None
+        self.w = w
         # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
         self.sums = _SUMS
-        if weighted:
+        if w is not None:
             self.sums = _SUMS.copy()
             self.sums[:, 2] *= w
         a = self.active = chain.moved
-        task_rank = 3 if position_only else int(np.count_nonzero(w))
+        task_rank = 3 if position_only else 6 if w is None else int(np.count_nonzero(w))
         n_active = len(a) if self.inactive is None else int(np.count_nonzero(active))
         self.redundant = n_active > task_rank
         self.found = []
-        self.best = (np.inf, q_seed[a], np.inf, np.inf)
         self.iterations = 0
         self.attempts = _BATCH
         X = self.X = np.empty((_BATCH, len(a)))
-        X[0] = np.minimum(np.maximum(q_seed[a], chain.clip_lower), chain.clip_upper)
+        np.clip(q_seed[a], chain.clip_lower, chain.clip_upper, out=X[0])
         chain.wrap(X[:1])
         self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
@@ -155,39 +155,61 @@ class Search:
             if table is not None else np.empty((0, len(a)))
         self.rng = None                  # random starting points: drawn in blocks when needed
         self.drawn = _DRAWS
-        X[1:] = self._fresh(_BATCH - 1)
+        #: Per row: its lowest cost since it (re)started and the configuration giving it; the
+        #: best of the rows restarted so far.
         self.best_cost = np.full(_BATCH, np.inf)
-        self.stall = np.zeros(_BATCH, dtype=int)
-        self.age = np.zeros(_BATCH, dtype=int)
+        self.best_x = X.copy()
+        self.retired = (np.inf, self.seed_x)
+        X[1:] = self._fresh(_BATCH - 1)
+        #: Per row: -1 / +1 where the last step was clipped to a lower / upper bound, else 0.
+        self.side = np.zeros_like(X)
+        self.side[0] = np.sign(q_seed[a] - X[0])
+        self.clipped = bool(self.side[0].any())
+        # best_cost of the last _STALL iterations (a ring), and the iteration each row started.
+        self.history = np.full((_STALL, _BATCH), np.inf)
+        self.started = np.zeros(_BATCH, dtype=int)
+        self.iteration = 0
         self.waited = 0
         self.seed_cost = np.inf          # row 0's cost at the previous iteration
 
     def q(self, x):
-        """The full configuration for the values ``x`` of the searched joints, joints that
-        count modulo a turn moved by whole turns toward the seed while inside their limits.
+        """The full configurations (..., nq) for the values ``x`` (..., m) of the searched
+        joints, joints that count modulo a turn moved by whole turns toward the seed while
+        inside their limits.
         """
-        q = self.q_seed.copy()
+        q = np.broadcast_to(self.q_seed, x.shape[:-1] + self.q_seed.shape).copy()
         x = x.copy()
         turns = self.chain.turns
         if turns is not None:
             seed = self.q_seed[self.active[turns]]
-            near = seed + (x[turns] - seed + np.pi) % _TWO_PI - np.pi
+            near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
             inside = (near >= self.chain.lower[turns]) & (near <= self.chain.upper[turns])
-            x[turns[inside]] = near[inside]
-        q[self.active] = x
+            x[..., turns] = np.where(inside, near, x[..., turns])
+        q[..., self.active] = x
         return _near_seed(q, self.q_seed, self.periodic)
+
+    def best(self):
+        """The lowest-cost configuration met (m,), its position error [m] and orientation
+        error [rad].
+        """
+        k = int(np.argmin(self.best_cost))
+        x = self.best_x[k] if self.best_cost[k] < self.retired[0] else self.retired[1]
+        e = pose_error(self.chain.poses(x[None])[0], self.T_target)
+        return x, float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
 
     def run(self, deadline, max_solutions):
         """Iterate until enough solutions or the deadline; returns True when timed out."""
-        X, m = self.X, self.X.shape[1]
+        X, m, chain = self.X, self.X.shape[1], self.chain
         while True:
-            T, JT = self.chain.evaluate(X)
+            T, JT = chain.evaluate(X)
             e = self.error(T)
             sums = (e * e) @ self.sums      # per row: |position error|^2, |angle|^2, cost
-            within = sums[:, :2] <= self.tol2
-            ok = within[:, 0] & within[:, 1]
+            ok = (sums[:, :2] <= self.tol2).all(1)
             cost = sums[:, 2]
-            self._record(ok, sums)
+            if ok.any():
+                errors = np.sqrt(sums[ok, :2]).tolist()
+                for q, (p_err, o_err) in zip(self.q(X[ok]), errors):
+                    _add_solution(self.found, q, p_err, o_err)
             # Enough solutions -- but while the seed's own row is about to converge (close and
             # closing in fast), give it a few more iterations: its solution is the one nearest
             # the seed.
@@ -197,55 +219,56 @@ class Search:
                         and cost[0] < _FAST * seed_cost) or self.waited >= _SEED_GRACE:
                     return False
                 self.waited += 1
+            done = self._progress(ok, cost)
             if time.monotonic() >= deadline:
                 return True
-            done = self._progress(ok, cost)
             JtW = JT if self.w is None else JT * self.w
             rhs = JtW @ e[:, :, None]
             # Joints at a limit that the gradient pushes outward are held (their columns
             # dropped): the others then take the whole step instead of one clipped afterwards.
-            held = (X <= self.chain.clip_lower) & (rhs[..., 0] < 0.0)
-            held |= (X >= self.chain.clip_upper) & (rhs[..., 0] > 0.0)
+            held = self.side * rhs[..., 0] > 0.0 if self.clipped else None
             if self.inactive is not None:
-                held |= self.inactive
-            if held.any():
+                held = self.inactive if held is None else held | self.inactive
+            if held is not None and held.any():
                 free = ~held[..., None]
                 JT = JT * free
                 JtW = JtW * free
                 rhs *= free
-            A = JtW @ np.swapaxes(JT, 1, 2)
+            A = JtW @ JT.transpose(0, 2, 1)
             damping = _DAMPING * cost + _LAMBDA0
             A.reshape(len(A), m * m)[:, ::m + 1] += damping[:, None]
-            if self.redundant and self.seed_row and not done[0]:
+            if self.redundant and self.seed_row and (done is None or not done[0]):
                 # Toward the seed with the step's own damping as weight: (A) dq = ... +
                 # g lambda (q_seed - q) moves by g (q_seed - q) in the task's null space and
                 # by almost nothing across it (the classic damped-least-squares secondary task).
                 rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.seed_x - X[0])
-            X += np.linalg.solve(A, rhs)[..., 0]
-            self.chain.wrap(X)
-            np.maximum(X, self.chain.clip_lower, out=X)
-            np.minimum(X, self.chain.clip_upper, out=X)
+            stepped = X + np.linalg.solve(A, rhs)[..., 0]
+            chain.wrap(stepped)
+            stepped.clip(chain.clip_lower, chain.clip_upper, out=X)
+            np.sign(np.subtract(stepped, X, out=self.side), out=self.side)
+            self.clipped = bool(self.side.any())
             self.iterations += len(X)
-            if done.any():           # the other rows have stepped on meanwhile
+            if done is not None:         # the other rows have stepped on meanwhile
                 self._restart(np.flatnonzero(done))
 
-    def _record(self, ok, sums):
-        if ok.any():
-            for i in np.flatnonzero(ok):
-                _add_solution(self.found, self.q(self.X[i]), *np.sqrt(sums[i, :2]))
-        k = int(np.argmin(sums[:, 2]))
-        if sums[k, 2] < self.best[0]:
-            self.best = (sums[k, 2], self.X[k].copy(), *np.sqrt(sums[k, :2]))
-
     def _progress(self, ok, cost):
-        """Rows to restart (converged, stalled or out of iterations), after bookkeeping."""
-        improved = cost < self.best_cost * (1.0 - 1e-3)
-        self.stall += 1
-        self.stall[improved] = 0
+        """Rows to restart (converged, stalled, or out of iterations while not about to
+        converge), or None; keeps each row's best.
+        """
+        improved = cost < self.best_cost
+        np.copyto(self.best_x, self.X, where=improved[:, None])
         np.minimum(self.best_cost, cost, out=self.best_cost)
-        self.age += 1
-        # Rows about to converge keep going past the iteration budget while they improve.
-        return ok | (self.stall >= _STALL) | ((self.age >= _MAX_ITERATIONS) & (cost > _CLOSE))
+        it, slot = self.iteration, self.iteration % _STALL
+        self.iteration += 1
+        if it < _STALL:              # no row can have stalled or aged yet
+            self.history[slot] = self.best_cost
+            return ok if ok.any() else None
+        # Stalled: no 0.1 % improvement over the last _STALL iterations.
+        done = self.best_cost > self.history[slot] * (1.0 - 1e-3)
+        self.history[slot] = self.best_cost
+        done |= ok
+        done |= (it - self.started >= _MAX_ITERATIONS) & (cost > _CLOSE)
+        return done if done.any() else None
 
     def _fresh(self, count):
         """``count`` starting points: the queued ones first, then alternately anywhere inside
@@ -269,30 +292,36 @@ class Search:
             self.noise = self.rng.normal(scale=_SIGMA, size=(_DRAWS, len(lo)))
             self.drawn = 0
         fresh = self.uniform[self.drawn:self.drawn + more].copy()
-        if np.isfinite(self.best[0]):
+        k = int(np.argmin(self.best_cost))
+        best_cost, best_x = min((self.best_cost[k], self.best_x[k]), self.retired,
+                                key=lambda c: c[0])
+        if np.isfinite(best_cost):
             near = fresh[self.drawn % 2::2]
-            np.add(self.best[1], self.noise[self.drawn:self.drawn + len(near)], out=near)
+            np.add(best_x, self.noise[self.drawn:self.drawn + len(near)], out=near)
             np.maximum(near, lo, out=near)
             np.minimum(near, hi, out=near)
         self.drawn += more
         return np.concatenate([taken, fresh]) if len(taken) else fresh
 
     def _restart(self, rows):
+        k = rows[np.argmin(self.best_cost[rows])]
+        if self.best_cost[k] < self.retired[0]:
+            self.retired = (self.best_cost[k], self.best_x[k].copy())
+        self.best_cost[rows] = np.inf
         self.X[rows] = self._fresh(len(rows))
         self.seed_row &= rows[0] != 0
-        self.best_cost[rows] = np.inf
-        self.stall[rows] = 0
-        self.age[rows] = 0
+        self.side[rows] = 0.0
+        self.history[:, rows] = np.inf
+        self.started[rows] = self.iteration
         self.attempts += len(rows)
 
 
 def _near_seed(q, q_seed, periodic):
-    """Joints whose angle is unbounded (``periodic``) moved by whole turns to the angle nearest
-    the seed.
+    """Joints whose angle is unbounded (``periodic``) of ``q`` (..., nq) moved by whole turns
+    to the angle nearest the seed, in place.
     """
-    q = np.array(q, dtype=float)
-    d = q - q_seed
-    q[periodic] = q_seed[periodic] + (d[periodic] + np.pi) % (2 * np.pi) - np.pi
+    d = q[..., periodic] - q_seed[periodic]
+    q[..., periodic] = q_seed[periodic] + (d + np.pi) % _TWO_PI - np.pi
     return q
 
 

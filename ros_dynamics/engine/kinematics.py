@@ -35,6 +35,8 @@ from .spatial import cross_motion
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
 #: Largest joint position, velocity or acceleration magnitude accepted (see :mod:`.checks`).
 MAX_JOINT_VALUE = MAX_VALUE
+_EYE4 = np.eye(4)
+_EYE4.setflags(write=False)
 
 
 def check_convention(expressed_in):
@@ -244,7 +246,7 @@ def _body_poses(model, q, q_joint):
         local[..., k, :, :] = model.joint_placement[k] @ joint.transform(
             q[..., start:start + joint.nq])
     T = np.empty(batch + (model.n_bodies, 4, 4))
-    T[..., 0, :, :] = np.eye(4)
+    T[..., 0, :, :] = _EYE4
     for k, parent in enumerate(model.joint_parent_body):
         np.matmul(T[..., parent, :, :], local[..., k, :, :], out=T[..., k + 1, :, :])
     return T
