@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import aba, crba, jacobians, kinematics, rnea, rnea_batch
+from . import aba, crba, jacobians, kinematics, regressors, rnea, rnea_batch
 from .exceptions import ShapeError
 
 ArrayLike = Any
@@ -169,3 +169,24 @@ class AlgorithmEntryPoints:
         if F.shape[-1:] != (6,):
             raise ShapeError(f'wrench: expected 6 values [force; torque], got shape {F.shape}')
         return (np.swapaxes(J, -1, -2) @ F[..., None])[..., 0]
+
+    # --- inertial parameters ------------------------------------------------------------------
+
+    def joint_torque_regressor(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+        """Regressor ``Y`` (..., nv, 10 * n_moving) with ``Y @ inertial_parameters()`` the
+        inverse dynamics without rotor inertia and friction
+        (:func:`~ros_dynamics.engine.regressors.joint_torque_regressor`).
+        """
+        return regressors.joint_torque_regressor(self, q, v, a)
+
+    def payload_regressor(self, frame, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+        """Regressor (..., nv, 10) of a rigid payload fixed to ``frame``
+        (:func:`~ros_dynamics.engine.regressors.payload_regressor`).
+        """
+        return regressors.payload_regressor(self, frame, q, v, a)
+
+    def inertial_parameters(self) -> np.ndarray:
+        """Inertial parameters (10 * n_moving,) of the moving bodies, payloads included
+        (:func:`~ros_dynamics.engine.regressors.inertial_parameters`).
+        """
+        return regressors.inertial_parameters(self)

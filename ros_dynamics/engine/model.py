@@ -64,6 +64,10 @@ class RobotModel(AlgorithmEntryPoints):
         self.warnings = tuple(notes) + topo.warnings
         self.joint_names = topo.independent
         self.nq = len(self.joint_names)
+        #: Size of velocity, acceleration and torque vectors. Every joint a model has now moves
+        #: along one coordinate, so it equals ``nq``; code written for ``(..., nv)`` vectors
+        #: (regressors, observers) keeps working for joints whose configuration is larger.
+        self.nv = self.nq
         self._joint_index = {n: i for i, n in enumerate(self.joint_names)}
         self.moving_joint_names = tuple(j.name for j in topo.moving)
         self._moving_index = {n: i for i, n in enumerate(self.moving_joint_names)}
