@@ -16,13 +16,17 @@ Layout, one module per job: ``rotations``, ``spatial`` (SE(3), spatial algebra, 
 lumping); ``joints`` (one joint model per type); ``tree`` / ``urdf`` / ``dh`` (building a
 model); ``model`` (the model, built once and never written) and ``settings`` (its run-time
 dynamic settings, one immutable value); ``kinematics``, ``jacobians``, ``rnea``,
-``rnea_batch``, ``crba``, ``aba`` (algorithms); ``ik_chain``, ``ik_seeds``, ``ik`` (the
-:class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass properties); ``rigid_body``.
+``rnea_batch``, ``crba``, ``aba`` (algorithms); ``regressors`` (inertial-parameter
+regressors), ``differentiation`` (smooth derivatives of recordings), ``identification``
+(payloads), ``observers`` (external torques and wrenches, collisions); ``ik_chain``,
+``ik_seeds``, ``ik`` (the :class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass
+properties); ``rigid_body``.
 """
 from .exceptions import (
                          DynamicsError,
                          InertiaError,
                          InertiaWarning,
+                         InsufficientExcitationError,
                          InvalidInputError,
                          MeshError,
                          ModelError,
@@ -32,6 +36,7 @@ from .exceptions import (
                          UnknownNameError,
                          UrdfError,
 )
+from .identification import PayloadEstimate, identify_payload, identify_payload_from_positions
 from .ik import IKResult, IKSolver
 from .inertia import MassProperties, mass_properties
 from .kinematics import KinematicState, RelativeMotion
@@ -42,8 +47,9 @@ from .settings import DEFAULT_GRAVITY, DynamicSettings, Payload
 
 __all__ = [
     'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
-    'InertiaError', 'InertiaWarning', 'InvalidInputError', 'KinematicState', 'MassProperties',
-    'MeshError', 'ModelError', 'Payload', 'RelativeMotion', 'RobotModel', 'mass_properties',
-    'mesh_mass_properties', 'ShapeError', 'UnknownFrameError', 'UnknownJointError',
-    'UnknownNameError', 'UrdfError', 'euler_angular_acceleration',
+    'InertiaError', 'InertiaWarning', 'InsufficientExcitationError', 'InvalidInputError',
+    'KinematicState', 'MassProperties', 'MeshError', 'ModelError', 'Payload', 'PayloadEstimate',
+    'RelativeMotion', 'RobotModel', 'mass_properties', 'mesh_mass_properties', 'ShapeError',
+    'UnknownFrameError', 'UnknownJointError', 'UnknownNameError', 'UrdfError',
+    'euler_angular_acceleration', 'identify_payload', 'identify_payload_from_positions',
 ]

@@ -209,12 +209,13 @@ def pseudo_inertia(pi: ArrayLike) -> np.ndarray:
     return J
 
 
-def parameters_from_pseudo_inertia(J: ArrayLike) -> np.ndarray:
+def parameters_from_pseudo_inertia(J: ArrayLike, *, check: bool = True) -> np.ndarray:
     """Parameters ``pi`` (..., 10) of a pseudo-inertia (..., 4, 4) (see :func:`pseudo_inertia`):
-    ``I = tr(S) E - S``.
+    ``I = tr(S) E - S``. ``check=False`` skips the input checks (an optimiser's inner loop).
     """
-    J = as_finite_array(J, 'J')
-    _check_shape(J, (4, 4), 'J')
+    if check:
+        J = as_finite_array(J, 'J')
+        _check_shape(J, (4, 4), 'J')
     S = 0.5 * (J[..., :3, :3] + np.swapaxes(J[..., :3, :3], -1, -2))
     inertia = np.trace(S, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - S
     flat = inertia.reshape(inertia.shape[:-2] + (9,))[..., _INERTIA_FLAT]
