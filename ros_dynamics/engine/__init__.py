@@ -42,14 +42,22 @@ from .inertia import MassProperties, mass_properties
 from .kinematics import KinematicState, RelativeMotion
 from .meshes import mesh_mass_properties
 from .model import RobotModel
+from .observers import (
+                        MomentumObserver,
+                        WrenchEstimate,
+                        collision_thresholds,
+                        external_wrench,
+                        joints_in_collision,
+)
 from .rigid_body import euler_angular_acceleration
 from .settings import DEFAULT_GRAVITY, DynamicSettings, Payload
 
 __all__ = [
     'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
     'InertiaError', 'InertiaWarning', 'InsufficientExcitationError', 'InvalidInputError',
-    'KinematicState', 'MassProperties', 'MeshError', 'ModelError', 'Payload', 'PayloadEstimate',
-    'RelativeMotion', 'RobotModel', 'mass_properties', 'mesh_mass_properties', 'ShapeError',
-    'UnknownFrameError', 'UnknownJointError', 'UnknownNameError', 'UrdfError',
-    'euler_angular_acceleration', 'identify_payload', 'identify_payload_from_positions',
+    'KinematicState', 'MassProperties', 'MeshError', 'ModelError', 'MomentumObserver', 'Payload',
+    'PayloadEstimate', 'RelativeMotion', 'RobotModel', 'mass_properties', 'mesh_mass_properties',
+    'ShapeError', 'UnknownFrameError', 'UnknownJointError', 'UnknownNameError', 'UrdfError',
+    'WrenchEstimate', 'collision_thresholds', 'euler_angular_acceleration', 'external_wrench',
+    'identify_payload', 'identify_payload_from_positions', 'joints_in_collision',
 ]
