@@ -73,7 +73,7 @@ def test_payload_on_a_frame_with_a_payload_already_configured(ur5):
     truth = Payload('tool0', 1.2, [0.0, 0.02, 0.05], box_inertia(1.2, [0.1, 0.1, 0.05]))
     plant = load(erd(UR5))
     plant.update_settings(payloads=[truth])
-    estimate = identify_payload(model, 'tool0', q, v, a, plant.inverse_dynamics(q, v, a))
+    estimate = model.identify_payload('tool0', q, v, a, plant.inverse_dynamics(q, v, a))
     assert estimate.mass == pytest.approx(1.2, rel=1e-9)
     np.testing.assert_allclose(estimate.com, truth.com, atol=1e-9)
     np.testing.assert_allclose(estimate.inertia, truth.inertia, atol=1e-9)

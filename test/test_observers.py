@@ -136,7 +136,7 @@ def test_external_wrench_is_exact_where_the_joints_see_every_component_and_flags
     q = np.array(UR5_WORKING_POSTURE)
     wrench = rng.normal(size=6) * [10, 10, 10, 1, 1, 1]
     tau_ext = ur5.wrench_torques(q, 'tool0', wrench)
-    exact = external_wrench(ur5, q, tau_ext, 'tool0', damping=0.0)
+    exact = ur5.external_wrench(q, tau_ext, 'tool0', damping=0.0)      # the entry point
     np.testing.assert_allclose(exact.wrench, wrench, atol=1e-10)
     np.testing.assert_allclose(exact.residual, 0, atol=1e-10)
     damped = external_wrench(ur5, q, tau_ext, 'tool0')

@@ -13,7 +13,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import aba, crba, jacobians, kinematics, regressors, rnea, rnea_batch
+from . import (
+    aba,
+    crba,
+    identification,
+    jacobians,
+    kinematics,
+    observers,
+    regressors,
+    rnea,
+    rnea_batch,
+)
 from .exceptions import ShapeError
 
 ArrayLike = Any
@@ -190,3 +200,21 @@ class AlgorithmEntryPoints:
         (:func:`~ros_dynamics.engine.regressors.inertial_parameters`).
         """
         return regressors.inertial_parameters(self)
+
+    def identify_payload(self, frame, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
+                         **options) -> identification.PayloadEstimate:
+        """The rigid payload on ``frame`` that explains measured efforts ``tau`` (n, nv) along
+        the joint states (q, v, a) (:func:`~ros_dynamics.engine.identification.identify_payload`,
+        where the ``options`` are described).
+        """
+        return identification.identify_payload(self, frame, q, v, a, tau, **options)
+
+    # --- external forces ----------------------------------------------------------------------
+
+    def external_wrench(self, q: ArrayLike, tau_ext: ArrayLike, frame,
+                        **options) -> observers.WrenchEstimate:
+        """The wrench at ``frame`` (world axes, at its origin) that explains the external
+        torques ``tau_ext`` (..., nv) best (:func:`~ros_dynamics.engine.observers.external_wrench`,
+        where the ``options`` are described).
+        """
+        return observers.external_wrench(self, q, tau_ext, frame, **options)
