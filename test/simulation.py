@@ -9,8 +9,12 @@ applied torques plus white noise of a given fraction of the joints' effort limit
 full scale). Everything random comes from the ``rng`` passed in.
 """
 from dataclasses import dataclass
+import functools
 
 import numpy as np
+from robots import UR5, erd, load
+
+from ros_dynamics.engine import Payload
 
 #: Encoder resolution [rad]: 2^20 counts per turn, as the absolute encoders of current arms.
 ENCODER_RESOLUTION = 2 * np.pi / 2 ** 20
@@ -102,3 +106,25 @@ def simulate(plant, controller, reference, duration, rng, *, push=None, torque_n
     v_measured = V + VELOCITY_NOISE * rng.standard_normal(V.shape)
     noise = torque_noise * plant.effort_limits * rng.standard_normal(TAU.shape)
     return Recording(t, Q, V, TAU, q_measured, v_measured, TAU + noise)
+
+
+def box_inertia(mass, size):
+    """Inertia [kg m^2] about its center of a solid box of ``mass`` [kg] and ``size`` (3,) [m]."""
+    a, b, c = np.asarray(size, dtype=float) ** 2
+    return mass / 12 * np.diag([b + c, a + c, a + b])
+
+
+@functools.cache
+def payload_recording(mass, com, seed, duration=10.0):
+    """``(payload, recording)``: the UR5 of example-robot-data carrying a 8 x 6 x 12 cm box of
+    ``mass`` [kg] centred at ``com`` (3-tuple) [m] in tool0, turned at random, along an exciting
+    motion at 60 % of the velocity limits tracked by a controller that does not know the
+    payload. Cached: the tests that need the same recording share one simulation.
+    """
+    rng = np.random.default_rng(seed)
+    plant = load(erd(UR5))
+    R = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    payload = Payload('tool0', mass, np.array(com), R @ box_inertia(mass, [0.08, 0.06, 0.12]) @ R.T)
+    plant.update_settings(payloads=[payload])
+    motion = exciting_motion(plant, rng, speed=0.6, duration=duration)
+    return payload, simulate(plant, load(erd(UR5)), motion, duration, rng)

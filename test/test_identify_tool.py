@@ -13,10 +13,9 @@ import pytest
 from robots import UR5, erd, load
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
-from simulation import exciting_motion, simulate
+from simulation import payload_recording
 
 from ros_dynamics import identify_tool
-from ros_dynamics.engine import Payload
 
 TYPES = get_typestore(Stores.ROS2_JAZZY)
 JointState = TYPES.types['sensor_msgs/msg/JointState']
@@ -24,8 +23,9 @@ Header = TYPES.types['std_msgs/msg/Header']
 Time = TYPES.types['builtin_interfaces/msg/Time']
 String = TYPES.types['std_msgs/msg/String']
 EPOCH_NS = 1_750_000_000 * 10 ** 9
-TRUTH = Payload('tool0', 1.8, np.array([0.04, -0.03, 0.09]),
-                1.8 / 12 * np.diag([0.0117, 0.0145, 0.01]))
+#: (mass [kg], center of mass [m] in tool0, seed) of the simulated payload.
+TRUTH = (3.0, (-0.04, 0.06, 0.12), 102)
+TRUTH_MASS, TRUTH_COM = TRUTH[0], np.array(TRUTH[1])
 STORAGE = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 
 
@@ -49,16 +49,15 @@ def write_bag(path, storage, t, names, q, tau, *, with_effort=True, chatter=True
 
 @pytest.fixture(scope='module')
 def recording():
-    """10 s of the UR5 carrying TRUTH, as its joint states would be published: joints in
-    another order, a gripper joint the URDF does not have, 3 % of the messages lost.
+    """10 s of the UR5 carrying a 3 kg box (the recording test_identification fits), as its
+    joint states would be published: joints in another order, a gripper joint the URDF does not
+    have, 3 % of the messages lost.
     """
+    _, rec = payload_recording(*TRUTH)
     rng = np.random.default_rng(77)
-    plant = load(erd(UR5))
-    plant.update_settings(payloads=[TRUTH])
-    rec = simulate(plant, load(erd(UR5)), exciting_motion(plant, rng, speed=0.6), 10.0, rng)
     kept = rng.uniform(size=rec.t.size) > 0.03
     order = [3, 0, 5, 1, 4, 2]
-    names = [plant.joint_names[i] for i in order] + ['gripper_finger_joint']
+    names = [load(erd(UR5)).joint_names[i] for i in order] + ['gripper_finger_joint']
     q = np.hstack([rec.q_measured[:, order], np.full((rec.t.size, 1), 0.01)])
     tau = np.hstack([rec.tau_measured[:, order], np.zeros((rec.t.size, 1))])
     return rec.t[kept], names, q[kept], tau[kept]
@@ -80,8 +79,8 @@ def test_identifies_the_payload_of_a_recording(recording, storage, tmp_path, cap
     out, err = capsys.readouterr()
     assert code == 0, err
     mass, com, samples = parse_output(out)
-    assert abs(mass - TRUTH.mass) < 0.02 * TRUTH.mass, out
-    assert np.linalg.norm(com - TRUTH.com) < 0.005, out
+    assert abs(mass - TRUTH_MASS) < 0.02 * TRUTH_MASS, out
+    assert np.linalg.norm(com - TRUTH_COM) < 0.005, out
     assert samples == recording[0].size - 50, out              # window // 2 dropped at each end
     assert 'condition number' in out and 'shoulder_pan_joint' in out and err == ''
     if plot is not None:
@@ -101,7 +100,7 @@ def test_time_window_and_the_bag_file_itself(recording, tmp_path, capsys):
     mass, com, samples = parse_output(out)
     in_window = np.sum((recording[0] >= 2) & (recording[0] <= 8))
     assert samples == in_window - 50
-    assert abs(mass - TRUTH.mass) < 0.03 * TRUTH.mass
+    assert abs(mass - TRUTH_MASS) < 0.03 * TRUTH_MASS
 
 
 def one_line_error(capsys):

@@ -113,7 +113,7 @@ class MomentumObserver:
         if state.batch_shape:
             raise ShapeError(f'q: expected one joint state of shape ({self.model.nq},), got '
                              f'batch shape {state.batch_shape}')
-        tau = as_joint_vector(self.model, tau_measured, 'tau_measured')
+        tau = as_joint_vector(self.model, tau_measured, 'tau_measured', ())
         dt = float(as_finite_array(dt, 'dt'))
         if self._momentum is not None and not dt > 0:
             raise InvalidInputError(f'dt: expected a time step > 0 [s], got {dt!r}')
