@@ -97,13 +97,13 @@ def regressor_of_state(state: KinematicState) -> np.ndarray:
     """:func:`joint_torque_regressor` from a kinematic state computed with q, v and a."""
     _needs_acceleration(state)
     model = state.model
-    n = model.n_moving
     A = state.A_world_body[..., 1:, :] + gravity_acceleration(state.settings)
     F = wrench_columns(state.T_world_body[..., 1:, :, :], state.V_world_body[..., 1:, :], A)
-    # Y[k, b, c] = S_k . F_b[:, c] for every joint k that moves body b (b + 1 in the model).
-    Y = np.einsum('...kj,...bjc->...kbc', state.S_world, F) * model.joint_moves_body[1:].T[
-        :, :, None]
-    Y = Y.reshape(state.batch_shape + (n, 10 * n))
+    # Y[k, b, c] = S_k . F_b[:, c] for every joint motion k that moves body b (b + 1 in the
+    # model): the rows of the bodies' world Jacobians times their wrench columns.
+    S = state.S_world
+    Y = np.einsum('...kj,...bjc->...kbc', S, F) * model.joint_moves_body[1:].T[:, :, None]
+    Y = Y.reshape(state.batch_shape + (S.shape[-2], 10 * F.shape[-3]))
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
