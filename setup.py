@@ -29,6 +29,7 @@ setup(
             'dynamics_node = ros_dynamics.ros.dynamics_node:main',
             'demo = ros_dynamics.demo:main',
             'ros-dynamics-inertia = ros_dynamics.inertia_tool:main',
+            'ros-dynamics-identify = ros_dynamics.identify_tool:main',
         ],
     },
 )

@@ -10,7 +10,15 @@ from pinocchio_reference import Reference, random_state
 import pytest
 from robots import COMPARED, DEMO_ARM, TREE_URDF, all_example_urdfs, erd, load
 
-from ros_dynamics.engine import InvalidInputError, RobotModel, ShapeError, UrdfError
+from ros_dynamics.engine import (
+    InvalidInputError,
+    Payload,
+    RobotModel,
+    ShapeError,
+    UrdfError,
+    kinematics,
+    rnea,
+)
 from ros_dynamics.engine.rotations import log_so3
 from ros_dynamics.engine.spatial import exp_se3
 
@@ -282,6 +290,19 @@ def test_kinematics_input_errors():
         model.jacobian(np.zeros(6), 'tool0', 'body')
     with pytest.raises(ShapeError, match='qd: batch shape'):
         model.frame_twist(np.zeros((2, 6)), np.zeros((3, 6)), 'tool0')
+
+
+def test_a_kinematic_pass_reads_the_settings_it_is_given():
+    model = load(DEMO_ARM)
+    q = np.full(6, 0.4)
+    heavy = model.make_settings(payloads=[Payload('tool0', 3.0, [0, 0, 0.1])])
+    state = kinematics.forward_kinematics(model, q, settings=heavy)
+    assert state.settings is heavy and model.settings is not heavy
+    model.update_settings(payloads=[Payload('tool0', 3.0, [0, 0, 0.1])])
+    np.testing.assert_allclose(rnea.gravity_torques(model, state), model.gravity_torques(q))
+    with pytest.raises(InvalidInputError, match='settings: expected DynamicSettings made for '
+                                                'this model'):
+        kinematics.forward_kinematics(model, q, settings=load(DEMO_ARM).settings)
 
 
 def test_se3_exp_describes_a_revolute_joint():

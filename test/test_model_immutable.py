@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 from robots import DEMO_ARM, PANDA, SOLO12, TREE_URDF, erd, load, load_floating
 
-from ros_dynamics.engine import IKSolver, ModelError, Payload, RobotModel, jacobians, kinematics
+from ros_dynamics.engine import (
+    IKSolver,
+    ModelError,
+    MomentumObserver,
+    Payload,
+    RobotModel,
+    external_wrench,
+    identify_payload,
+    jacobians,
+    kinematics,
+)
 
 
 def fingerprint(model):
@@ -65,6 +75,15 @@ def every_public_algorithm(model, rng):
     model.difference(q, Q[0])
     model.middle_configuration()
     model.neutral()
+    model.joint_torque_regressor(Q, V, V)
+    model.payload_regressor(frame, q, qd, qdd)
+    model.inertial_parameters()
+    tau = model.inverse_dynamics(Q, V, V) + 0.1
+    identify_payload(model, frame, Q, V, V, tau, max_condition=float('inf'))
+    observer = MomentumObserver(model, 10.0)
+    for row in Q[:3]:
+        observer.update(row, qd, tau[0], 0.001)
+    external_wrench(model, q, observer.tau_ext, frame)
     state = model.kinematics(q, qd, qdd)
     jacobians.frame_jacobian(state, frame)
     kinematics.relative_twist(state, frame, model.root_link, frame, model.root_link)

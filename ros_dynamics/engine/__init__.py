@@ -16,15 +16,18 @@ Layout, one module per job: ``rotations``, ``spatial`` (SE(3), spatial algebra, 
 lumping); ``joints`` (one joint model per type); ``tree`` / ``urdf`` / ``dh`` (building a
 model); ``model`` (the model, built once and never written) and ``settings`` (its run-time
 dynamic settings, one immutable value); ``kinematics``, ``jacobians``, ``rnea``,
-``rnea_batch``, ``crba``, ``aba``, ``centroidal``, ``contacts`` (algorithms); ``ik_chain``,
-``ik_seeds``, ``ik`` (the :class:`IKSolver`), ``planar_ik``; ``inertia``, ``meshes`` (mass
-properties); ``rigid_body``.
+``rnea_batch``, ``crba``, ``aba``, ``centroidal``, ``contacts`` (algorithms); ``regressors``
+(inertial-parameter regressors), ``differentiation`` (smooth derivatives of recordings),
+``identification`` (payloads), ``observers`` (external torques and wrenches, collisions);
+``ik_chain``, ``ik_seeds``, ``ik_search``, ``ik`` (the :class:`IKSolver`), ``planar_ik``;
+``inertia``, ``meshes`` (mass properties); ``rigid_body``; ``checks`` (argument checks).
 """
 from .contacts import ContactTorques
 from .exceptions import (
                          DynamicsError,
                          InertiaError,
                          InertiaWarning,
+                         InsufficientExcitationError,
                          InvalidInputError,
                          MeshError,
                          ModelError,
@@ -35,18 +38,29 @@ from .exceptions import (
                          UnknownNameError,
                          UrdfError,
 )
+from .identification import PayloadEstimate, identify_payload, identify_payload_from_positions
 from .ik import IKResult, IKSolver
 from .inertia import MassProperties, mass_properties
 from .kinematics import KinematicState, RelativeMotion
 from .meshes import mesh_mass_properties
 from .model import RobotModel
+from .observers import (
+                        MomentumObserver,
+                        WrenchEstimate,
+                        collision_thresholds,
+                        external_wrench,
+                        joints_in_collision,
+)
 from .rigid_body import euler_angular_acceleration
 from .settings import DEFAULT_GRAVITY, DynamicSettings, Payload
 
 __all__ = [
-    'ContactTorques', 'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult', 'IKSolver',
-    'InertiaError', 'InertiaWarning', 'InvalidInputError', 'KinematicState', 'MassProperties',
-    'MeshError', 'ModelError', 'Payload', 'RelativeMotion', 'RobotModel', 'mass_properties',
-    'mesh_mass_properties', 'ShapeError', 'StanceError', 'UnknownFrameError', 'UnknownJointError',
-    'UnknownNameError', 'UrdfError', 'euler_angular_acceleration',
+    'ContactTorques', 'DEFAULT_GRAVITY', 'DynamicSettings', 'DynamicsError', 'IKResult',
+    'IKSolver', 'InertiaError', 'InertiaWarning', 'InsufficientExcitationError',
+    'InvalidInputError', 'KinematicState', 'MassProperties', 'MeshError', 'ModelError',
+    'MomentumObserver', 'Payload', 'PayloadEstimate', 'RelativeMotion', 'RobotModel',
+    'mass_properties', 'mesh_mass_properties', 'ShapeError', 'StanceError', 'UnknownFrameError',
+    'UnknownJointError', 'UnknownNameError', 'UrdfError', 'WrenchEstimate',
+    'collision_thresholds', 'euler_angular_acceleration', 'external_wrench', 'identify_payload',
+    'identify_payload_from_positions', 'joints_in_collision',
 ]

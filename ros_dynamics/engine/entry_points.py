@@ -20,8 +20,11 @@ from . import (
     configuration,
     contacts,
     crba,
+    identification,
     jacobians,
     kinematics,
+    observers,
+    regressors,
     rnea,
     rnea_batch,
 )
@@ -247,3 +250,42 @@ class AlgorithmEntryPoints:
         if F.shape[-1:] != (6,):
             raise ShapeError(f'wrench: expected 6 values [force; torque], got shape {F.shape}')
         return (np.swapaxes(J, -1, -2) @ F[..., None])[..., 0]
+
+    # --- inertial parameters ------------------------------------------------------------------
+
+    def joint_torque_regressor(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+        """Regressor ``Y`` (..., nv, 10 * n_moving) with ``Y @ inertial_parameters()`` the
+        inverse dynamics without rotor inertia and friction
+        (:func:`~ros_dynamics.engine.regressors.joint_torque_regressor`).
+        """
+        return regressors.joint_torque_regressor(self, q, v, a)
+
+    def payload_regressor(self, frame, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+        """Regressor (..., nv, 10) of a rigid payload fixed to ``frame``
+        (:func:`~ros_dynamics.engine.regressors.payload_regressor`).
+        """
+        return regressors.payload_regressor(self, frame, q, v, a)
+
+    def inertial_parameters(self) -> np.ndarray:
+        """Inertial parameters (10 * n_moving,) of the moving bodies, payloads included
+        (:func:`~ros_dynamics.engine.regressors.inertial_parameters`).
+        """
+        return regressors.inertial_parameters(self)
+
+    def identify_payload(self, frame, q: ArrayLike, v: ArrayLike, a: ArrayLike, tau: ArrayLike,
+                         **options) -> identification.PayloadEstimate:
+        """The rigid payload on ``frame`` that explains measured efforts ``tau`` (n, nv) along
+        the joint states (q, v, a) (:func:`~ros_dynamics.engine.identification.identify_payload`,
+        where the ``options`` are described).
+        """
+        return identification.identify_payload(self, frame, q, v, a, tau, **options)
+
+    # --- external forces ----------------------------------------------------------------------
+
+    def external_wrench(self, q: ArrayLike, tau_ext: ArrayLike, frame,
+                        **options) -> observers.WrenchEstimate:
+        """The wrench at ``frame`` (world axes, at its origin) that explains the external
+        torques ``tau_ext`` (..., nv) best (:func:`~ros_dynamics.engine.observers.external_wrench`,
+        where the ``options`` are described).
+        """
+        return observers.external_wrench(self, q, tau_ext, frame, **options)

@@ -31,6 +31,12 @@ class InvalidInputError(DynamicsError, ValueError):
     """An argument holds a value outside its domain: NaN, Inf, a zero quaternion, ..."""
 
 
+class InsufficientExcitationError(DynamicsError, ValueError):
+    """Recorded data do not determine what is to be identified (e.g. a payload's mass and
+    center of mass from a motion that barely moves it); the message says what was lacking.
+    """
+
+
 class UnknownNameError(DynamicsError, LookupError):
     """A frame or joint name is not in the model; the message lists the valid names."""
 

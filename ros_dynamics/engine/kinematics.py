@@ -102,13 +102,14 @@ class KinematicState:
     n_bodies, 6) spatial accelerations (gravity not included).
     """
 
-    def __init__(self, model, q, qd=None, qdd=None, *, check=True):
+    def __init__(self, model, q, qd=None, qdd=None, *, check=True, settings=None):
         # check=False skips input validation for hot loops that already hold a valid q.
         q = as_configuration(model, q) if check else q
         self.model = model
-        #: The model's dynamic settings when this pass was computed: the dynamics read from
-        #: it, so every result of one pass uses the same settings.
-        self.settings = model.settings
+        #: The model's dynamic settings when this pass was computed (or the ``settings`` given,
+        #: made for this model): the dynamics read from it, so every result of one pass uses
+        #: the same settings.
+        self.settings = model.settings if settings is None else _own_settings(model, settings)
         self.q = q
         self.batch_shape = q.shape[:-1]
         self.q_joint = model.joint_positions(q)
@@ -219,11 +220,21 @@ class KinematicState:
         return T, p, v_p, w, a_p, w_dot
 
 
-def forward_kinematics(model, q, qd=None, qdd=None, *, check=True):
+def forward_kinematics(model, q, qd=None, qdd=None, *, check=True, settings=None):
     """One kinematics pass; see :class:`KinematicState`. ``check=False`` skips the validation
-    of ``q`` (shape, finiteness) for inner loops.
+    of ``q`` (shape, finiteness) for inner loops. ``settings``: dynamic settings made for this
+    model (``model.make_settings(...)``) for the dynamics to read instead of the model's current
+    ones, e.g. the model without its payload.
     """
-    return KinematicState(model, q, qd, qdd, check=check)
+    return KinematicState(model, q, qd, qdd, check=check, settings=settings)
+
+
+def _own_settings(model, settings):
+    """``settings`` if they were made for ``model``, else :class:`InvalidInputError`."""
+    if getattr(settings, 'model_key', None) is not model.key:
+        raise InvalidInputError('settings: expected DynamicSettings made for this model by '
+                                f'model.make_settings(...), got {type(settings).__name__}')
+    return settings
 
 
 def _body_poses(model, q, q_joint):

@@ -431,13 +431,20 @@ class RobotModel(AlgorithmEntryPoints):
         mask[np.isin(self.dof_joint, self.joints_moving_body(body))] = 1.0
         return mask
 
+    def moves_matrix(self) -> np.ndarray:
+        """``moves[b, d]`` = 1 when degree of freedom d moves body b (n_bodies, n_dof): the
+        kept :attr:`dof_moves_body`, or built for this call on a large model.
+        """
+        if self.dof_moves_body is not None:
+            return self.dof_moves_body
+        return np.array([self.dof_mask(b) for b in range(self.n_bodies)])
+
     def dof_ancestry(self) -> tuple[np.ndarray, np.ndarray]:
         """``ancestor[i, d]`` = 1 when dof i moves the body of dof d, itself included, and
         ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each.
         """
-        moves = self.dof_moves_body if self.dof_moves_body is not None else \
-            np.array([self.dof_mask(b) for b in range(self.n_bodies)])
-        return moves[self.dof_body].T, self.dof_joint[:, None] == self.dof_joint[None, :]
+        return (self.moves_matrix()[self.dof_body].T,
+                self.dof_joint[:, None] == self.dof_joint[None, :])
 
     def path_sum(self, x: np.ndarray) -> np.ndarray:
         """Per body, the sum over the degrees of freedom on its path from the root:
