@@ -42,6 +42,7 @@ from .frame_names import FramePrefix
 from .guard import guarded
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
+from .memory import HUGE_INPUT, release_free_memory
 from .model_loading import (
     TOPIC_SOURCE,
     DescriptionBuilder,
@@ -98,6 +99,7 @@ class DynamicsNode(Node):
         self._trajectory = None      # (Trajectory, start Time, index in q of its joints)
         self._last_stamp = None
         self._defaults_told = None   # the model whose defaulted joints were named in a warning
+        self._huge_input = False     # a huge input was served: give memory back at the next tick
         self._outputs = OutputPublisher(self, self.diagnostics, self._log,
                                         self._guard(self._on_wrench, 'wrenches'))
         self._serve_joint_state = self._guard(self._serve_joint_state, 'joint_states')
@@ -166,6 +168,7 @@ class DynamicsNode(Node):
         return build_model(xml, strict=self.get_parameter('strict_inertia').value)
 
     def _on_description_msg(self, msg):
+        self._huge_input = True
         try:
             check_limits(msg.data, settings.input_limits(parameter_values(self)))
         except DescriptionRefused as err:
@@ -268,6 +271,7 @@ class DynamicsNode(Node):
             self._log.warning('joint states received but no robot model is loaded yet')
             return
         merger = serving.merger
+        self._huge_input |= len(msg.name) > HUGE_INPUT
         try:
             unknown, some = merger.update(msg.name, msg.position, msg.velocity)
         except InvalidJointState as err:
@@ -352,6 +356,7 @@ class DynamicsNode(Node):
             self._log.warning('trajectory received but no robot model is loaded yet')
             return
         model, current = serving.model, serving.settings
+        self._huge_input |= len(msg.points) > HUGE_INPUT
         try:
             trajectory = from_message(msg, model.joint_names, current.limits.trajectory_points,
                                       current.limits.trajectory_joints)
@@ -383,6 +388,9 @@ class DynamicsNode(Node):
         return outputs.feedforward_command(model, current, q, trajectory, index, t)
 
     def _publish_diagnostics(self):
+        if self._huge_input:
+            self._huge_input = False
+            release_free_memory()
         self._outputs.diagnostics.publish(self.diagnostics.report(
             f'{self.get_fully_qualified_name()}: dynamics', self.model,
             self.get_clock().now().to_msg()))
