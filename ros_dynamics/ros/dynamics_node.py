@@ -29,7 +29,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
@@ -55,7 +54,7 @@ from .output_publisher import OutputPublisher
 from .parameters import SPECS, SettingsError, declare_parameters, parameter_values
 from .process import run_nodes
 from .throttled_log import ThrottledLog
-from .trajectory_feedforward import InvalidTrajectory, from_message
+from .trajectory_player import TrajectoryPlayer
 
 #: QoS of the robot_description topic, as robot_state_publisher publishes it.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -96,12 +95,13 @@ class DynamicsNode(Node):
         self._pending = None         # (model, settings) validated, applied after the parameters
         self._followers = []         # callbacks told of every new model or settings
         self._wrenches = {}          # tip -> (frame, F_frame (6,)), replaced whole
-        self._trajectory = None      # (Trajectory, start Time, index in q of its joints)
         self._last_stamp = None
         self._defaults_told = None   # the model whose defaulted joints were named in a warning
         self._huge_input = False     # a huge input was served: give memory back at the next tick
         self._outputs = OutputPublisher(self, self.diagnostics, self._log,
                                         self._guard(self._on_wrench, 'wrenches'))
+        self._player = TrajectoryPlayer(self.get_clock(), self._outputs.ff_trajectory,
+                                        self.diagnostics, self._log)
         self._serve_joint_state = self._guard(self._serve_joint_state, 'joint_states')
         self._joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._guard(self._on_joint_state, 'joint_states'),
@@ -214,7 +214,7 @@ class DynamicsNode(Node):
         model.settings = new.dynamics
         self._outputs.serve(model, new)
         if old is None or old.model is not model:
-            self._trajectory = None
+            self._player.stop()
             self._wrenches = {}
         else:
             merger.set_defaults(new.initial_q)
@@ -294,7 +294,7 @@ class DynamicsNode(Node):
         self._last_stamp = stamp
         if self._publish_rate <= 0:
             self._outputs.publish(serving, merger.q.copy(), merger.qd.copy(), stamp, ready,
-                                  self._wrenches, self._feedforward)
+                                  self._wrenches, self._player.feedforward)
 
     def _readiness(self, serving):
         """False while nothing may be published; else per tip whether the joints it depends
@@ -329,7 +329,7 @@ class DynamicsNode(Node):
         if ready is not False:
             self._outputs.publish(serving, serving.merger.q.copy(), serving.merger.qd.copy(),
                                   self.get_clock().now().to_msg(), ready, self._wrenches,
-                                  self._feedforward)
+                                  self._player.feedforward)
 
     def _on_wrench(self, tip, msg):
         serving = self._serving
@@ -355,37 +355,7 @@ class DynamicsNode(Node):
         if serving is None:
             self._log.warning('trajectory received but no robot model is loaded yet')
             return
-        model, current = serving.model, serving.settings
-        self._huge_input |= len(msg.points) > HUGE_INPUT
-        try:
-            trajectory = from_message(msg, model.joint_names, current.limits.trajectory_points,
-                                      current.limits.trajectory_joints)
-            index = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
-            q = serving.merger.q.copy() if serving.merger.heard_any \
-                else model.middle_configuration()
-            planned = outputs.feedforward_trajectory(model, current, msg, trajectory, index, q)
-        except (InvalidTrajectory, outputs.NonFiniteOutput) as err:
-            self.diagnostics.count('trajectories_rejected')
-            self._log.warning(f'rejected a trajectory: {err}')
-            return
-        self._outputs.ff_trajectory.publish(planned)
-        stamp = Time.from_msg(msg.header.stamp)
-        start = stamp if stamp.nanoseconds > 0 else self.get_clock().now()
-        self._trajectory = (model, trajectory, start, index)
-        self.diagnostics.count('trajectories')
-
-    def _feedforward(self, model, current, q):
-        """The feedforward command of the trajectory playing now, or None."""
-        playing = self._trajectory
-        if playing is None or playing[0] is not model:
-            return None
-        _, trajectory, start, index = playing
-        t = (self.get_clock().now() - start).nanoseconds * 1e-9
-        if t > trajectory.duration:
-            if self._trajectory is playing:
-                self._trajectory = None
-            return None
-        return outputs.feedforward_command(model, current, q, trajectory, index, t)
+        self._huge_input |= self._player.receive(serving, msg)
 
     def _publish_diagnostics(self):
         if self._huge_input:
