@@ -136,12 +136,11 @@ def main(argv=None):
             if not ik_done and now - t0 > 0.5 * args.duration and tips:
                 ik_done = True
                 ik_report = _ik_round_trip(client, model, tips[0], now - t0)
-            if now - last_print > 0.25 and log:
+            if now - last_print >= 1.0 and log:
                 last_print = now
-                _print_status(tips, poses, log, feedforward, now - t0)
-        print()
+                _print_status(tips, poses, log, feedforward, now - t0, sent_count(sent, log))
     except KeyboardInterrupt:
-        print('\n[demo] interrupted')
+        print('[demo] interrupted', flush=True)
     finally:
         node.send_signal(signal.SIGINT)
         try:
@@ -156,8 +155,9 @@ def main(argv=None):
         print('[demo] the node did not answer')
         return 1
     latencies = np.array([entry[1] for entry in log]) * 1e3
-    print(f'[demo] {len(log)} joint states answered; latency p50 {np.median(latencies):.2f} ms, '
-          f'p99 {np.percentile(latencies, 99):.2f} ms; {len(feedforward)} feedforward commands')
+    print(f'[demo] {sent_count(sent, log)} joint states sent, {len(log)} answered; latency '
+          f'p50 {np.median(latencies):.2f} ms, p99 {np.percentile(latencies, 99):.2f} ms; '
+          f'{len(feedforward)} feedforward commands')
     expected = model.gravity_torques(log[-1][2])
     print(f'[demo] last gravity torques match the engine to '
           f'{np.abs(log[-1][3] - expected).max():.1e} N m')
@@ -215,18 +215,24 @@ def _ik_round_trip(client, model, tip, t):
             'the target']
 
 
-def _print_status(tips, poses, log, feedforward, elapsed):
+def sent_count(sent, log):
+    """Joint states sent so far: those still unanswered plus those answered."""
+    return len(sent) + len(log)
+
+
+def _print_status(tips, poses, log, feedforward, elapsed, sent):
+    """One whole line per second (readable in a terminal and in a log file)."""
     t_sent, latency, _, tau = log[-1]
     recent = [e for e in log if e[0] > t_sent - 1.0]
-    parts = [f't={elapsed:5.1f}s', f'rate={len(recent):4d}/s', f'lat={latency * 1e3:5.2f}ms']
+    parts = [f'[demo] t={elapsed:5.1f}s', f'sent={sent}', f'answered={len(log)}',
+             f'rate={len(recent):4d}/s', f'lat={latency * 1e3:5.2f}ms']
     if tips and tips[0] in poses:
         p = poses[tips[0]].pose.position
         parts.append(f'{tips[0]}=({p.x:+.3f},{p.y:+.3f},{p.z:+.3f})m')
     parts.append('tau_g=[' + ' '.join(f'{x:+6.1f}' for x in tau[:7]) + ']')
     if feedforward:
         parts.append('tau_ff=[' + ' '.join(f'{x:+6.1f}' for x in feedforward[-1][:7]) + '] Nm')
-    sys.stdout.write('\r' + '  '.join(parts) + ' ')
-    sys.stdout.flush()
+    print('  '.join(parts), flush=True)
 
 
 def _plot(model, log, planned, folder):

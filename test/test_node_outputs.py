@@ -192,17 +192,17 @@ def test_markers_and_diagnostics(ros):
     markers = fresh(client, pubs, received, 'markers')
     namespaces = [mk.ns for mk in markers.markers]
     assert namespaces.count('ros_dynamics/center_of_mass') == 1
-    assert namespaces.count('ros_dynamics/manipulability') == 1
+    assert namespaces.count('ros_dynamics/manipulability/tool0') == 1
     assert namespaces.count('ros_dynamics/gravity_torque') == 6
     assert all(mk.header.frame_id == 'base_link' for mk in markers.markers)
     com = [mk for mk in markers.markers if mk.ns.endswith('center_of_mass')][0].pose.position
     np.testing.assert_allclose([com.x, com.y, com.z], model().center_of_mass(Q), atol=1e-9)
     assert spin_until(client, lambda: any(
-        s.name == f'{NS}.ros_dynamics: dynamics' or s.name == 'ros_dynamics: dynamics'
+        s.name == f'/{NS}/ros_dynamics: dynamics'
         for d in received.get('diagnostics', []) for s in d.status), 5.0,
         lambda: publish_state(pubs))
     status = [s for d in received['diagnostics'] for s in d.status
-              if s.name.endswith('ros_dynamics: dynamics')][-1]
+              if s.name == f'/{NS}/ros_dynamics: dynamics'][-1]
     values = {kv.key: kv.value for kv in status.values}
     assert int(values['joint_states']) > 0 and 'compute_time_median_ms' in values
 

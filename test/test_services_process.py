@@ -189,7 +189,7 @@ def test_unreachable_target_and_streaming_during_a_slow_solve(setup):
     assert spin_until(node, future.done, 10.0, publish)
     elapsed = time.monotonic() - start
     res = future.result()
-    assert res.error_code == CODES.TIMED_OUT and not res.success
+    assert res.error_code == CODES.NO_IK_SOLUTION and not res.success     # as MoveIt answers
     assert res.position_error > 3.0 and 'best position error' in res.message
     assert 0.95 <= elapsed < 3.0
     # The streaming path was answered all along (published at the spin rate, ~50 Hz or more).

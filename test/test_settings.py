@@ -83,12 +83,26 @@ def test_settings_are_one_immutable_value():
     (dict(ik__orientation_tolerance=-1e-5), 'parameter ik.orientation_tolerance'),
     (dict(ik__seed_samples=2_000_000), r'parameter ik.seed_samples: .*1,000,000'),
     (dict(ik__seed_samples=-1), 'parameter ik.seed_samples'),
-    (dict(rotor_inertia__values=[-0.1]), 'parameter rotor_inertia.values: expected finite'),
+    (dict(rotor_inertia__values=[-0.1]), r'parameter rotor_inertia.values: expected values in'),
+    (dict(rotor_inertia__values=[math.inf]), r'parameter rotor_inertia.values: expected values'),
+    (dict(payload__com=[0.0, 0.0, 1e308]), 'parameter payload.com: .* magnitude <= 1000'),
+    (dict(payload__inertia=[1e308, 0.0, 0.0, 1.0, 0.0, 1.0]), 'parameter payload.inertia'),
+    (dict(payload__mass=1e308), 'parameter payload.mass'),
+    (dict(ik__timeout=2.0), 'parameter ik.timeout: expected at most ik.max_timeout'),
+    (dict(ik__max_timeout=1e9), 'parameter ik.max_timeout'),
+    (dict(markers_rate=-1.0), 'parameter markers_rate'),
+    (dict(initial_positions__joints=['elbow_joint', 'wrist_1_joint']),
+     'parameter initial_positions.values: '
+     'expected one value per joint'),
+    (dict(initial_positions__joints=['elbow_joint'], initial_positions__values=[math.nan]),
+     'parameter initial_positions.values: expected 1 finite'),
+    (dict(trajectory__max_points=0), 'parameter trajectory.max_points'),
+    (dict(description__max_bytes=0), 'parameter description.max_bytes'),
     (dict(rotor_inertia__joints=['elbow_joint', 'wrist_1_joint'],
           rotor_inertia__values=[0.1]), 'parameter rotor_inertia.values: expected one entry'),
     (dict(rotor_inertia__joints=['elbow_joint'], rotor_inertia__values=[0.1],
           rotor_inertia__gear_ratios=[math.nan]), 'parameter rotor_inertia.gear_ratios'),
-    (dict(rotor_inertia__joints=['elbow_joint'], rotor_inertia__values=[1e300],
+    (dict(rotor_inertia__joints=['elbow_joint'], rotor_inertia__values=[1e5],
           rotor_inertia__gear_ratios=[1e200]), 'parameter rotor_inertia.gear_ratios: reflected'),
 ])
 def test_bad_values_are_refused_the_same_with_and_without_a_model(change, match):
@@ -172,3 +186,22 @@ def test_the_node_refuses_to_start_on_a_bad_value_naming_it(tmp_path, argument, 
     assert node.proc.returncode != 0, node.output()
     assert message in node.output()
     assert 'is invalid' not in node.output()
+
+
+def test_defaults_of_joints_never_heard_of_and_the_joints_each_tip_depends_on():
+    s = validate(values(tip_frames=['tool0', 'upper_arm_link'],
+                        initial_positions__joints=['elbow_joint'],
+                        initial_positions__values=[0.5]), MODEL)
+    expected = np.clip(np.zeros(MODEL.nq), MODEL.lower_limits, MODEL.upper_limits)
+    expected[MODEL.joint_index('elbow_joint')] = 0.5
+    np.testing.assert_array_equal(s.initial_q, expected)
+    assert s.tip_joints[0].all()                     # every joint moves tool0
+    upper = [MODEL.joint_names[i] for i in np.flatnonzero(s.tip_joints[1])]
+    assert upper == ['shoulder_pan_joint', 'shoulder_lift_joint']
+    with pytest.raises(SettingsError, match='initial_positions.values: elbow_joint: 100 is '
+                                            'outside its limits'):
+        validate(values(initial_positions__joints=['elbow_joint'],
+                        initial_positions__values=[100.0]), MODEL)
+    with pytest.raises(SettingsError, match=r'tip_frames: 2 tip frames, more than '
+                                            r'max_tip_frames \(1\)'):
+        validate(values(tip_frames=['tool0', 'upper_arm_link'], max_tip_frames=1), MODEL)

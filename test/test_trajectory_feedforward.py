@@ -35,11 +35,18 @@ KNOWN = ('a', 'b', 'c')
      'point 1: 2 velocities for 1 joints'),
     (trajectory(['a'], [point(0, [0]), point(0, [1])]), 'time_from_start must increase'),
     (trajectory(['a'], [point(0, [0]), point(1, [float('nan')])]), 'point 1: positions hold NaN'),
-    (trajectory(['a'], [point(0, [0], [float('inf')])]), 'velocities hold NaN or Inf'),
+    (trajectory(['a'], [point(0, [0], [float('inf')])]), 'velocities hold NaN, Inf'),
+    (trajectory(['a'], [point(0, [1e101])]), r'point 0: positions hold NaN, Inf or values beyond'),
+    (trajectory(['a'], [point(0, [0]), point(1e-9, [1e100])]),
+     r"point 0: the spline's velocities are NaN, Inf or beyond 1e\+100"),
+    (trajectory(['a'], [point(0, [0], [0]), point(1e-9, [1e95], [0])]),
+     "the spline's accelerations"),
+    (trajectory(['a', 'b', 'c'], [point(0, [0, 0, 0])]), 'more than trajectory.max_joints'),
+    (trajectory(['a'], [point(k, [0]) for k in range(3)]), 'more than trajectory.max_points'),
 ])
 def test_bad_trajectories_are_rejected_with_a_reason(msg, match):
     with pytest.raises(InvalidTrajectory, match=match):
-        from_message(msg, KNOWN)
+        from_message(msg, KNOWN, max_points=2, max_joints=2)
 
 
 def _fd_check(traj, t, h=1e-6):

@@ -1,48 +1,83 @@
-"""Counters and compute times of the dynamics node, summarised as a diagnostic status."""
+"""Counters and compute times of the dynamics node, summarised as a diagnostic status.
+
+The status is WARN without a model, while joints are at their defaults (never heard of), and
+for ``quiet_period`` seconds after the last dropped or refused input or caught callback error;
+else OK. Counters are safe to increment from the node's several executor threads.
+"""
+import threading
+import time
+
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 import numpy as np
 
-#: What the node counts: inputs received, dropped or refused, outputs published.
+from .throttled_log import clip
+
+#: What the node counts: inputs received, dropped or refused, outputs published, errors caught.
 COUNTERS = ('joint_states', 'dropped', 'published', 'trajectories', 'trajectories_rejected',
-            'descriptions_refused', 'wrenches_rejected', 'stamps_backwards')
+            'descriptions_refused', 'wrenches_rejected', 'stamps_backwards',
+            'outputs_not_finite', 'requests_refused', 'callback_errors')
+#: The counters that make the status WARN (for the quiet period after they last grew).
+PROBLEMS = {'dropped': 'invalid joint states dropped',
+            'trajectories_rejected': 'trajectories rejected',
+            'descriptions_refused': 'robot descriptions refused',
+            'wrenches_rejected': 'wrenches rejected',
+            'outputs_not_finite': 'outputs not finite, not published',
+            'callback_errors': 'errors caught in callbacks'}
 
 
 class Diagnostics:
     """The node's counters and the compute time of each output pass since the last report."""
 
-    def __init__(self):
+    def __init__(self, quiet_period=10.0):
         self.counters = dict.fromkeys(COUNTERS, 0)
+        self.quiet_period = quiet_period
+        self.defaulted = []                 # joints at their default positions (names)
+        self._last_problem = {}             # counter -> monotonic time it last grew
         self._compute_times = []
+        self._lock = threading.Lock()
 
     def count(self, counter):
         """Add one to ``counter`` (one of :data:`COUNTERS`)."""
-        self.counters[counter] += 1
+        with self._lock:
+            self.counters[counter] += 1
+            if counter in PROBLEMS:
+                self._last_problem[counter] = time.monotonic()
 
     def published(self, seconds):
         """Count one output pass that took ``seconds`` [s]."""
         self.counters['published'] += 1
-        self._compute_times.append(seconds)
+        if len(self._compute_times) < 100_000:
+            self._compute_times.append(seconds)
 
     def report(self, name, model, stamp):
-        """DiagnosticArray of one status ``name``: WARN without a model or after dropped
-        inputs, else OK; the counters, outputs per second and compute times since the last
-        report as values (which starts the next period).
+        """DiagnosticArray of one status ``name`` (see the module docstring for its level);
+        the counters, outputs per second and compute times since the last report as values
+        (which starts the next period).
         """
         status = DiagnosticStatus()
         status.name = name
         status.hardware_id = model.name if model is not None else ''
+        now = time.monotonic()
+        with self._lock:
+            recent = [PROBLEMS[c] for c, t in self._last_problem.items()
+                      if now - t < self.quiet_period]
+            values = dict(self.counters)
+        defaulted = list(self.defaulted)
         if model is None:
             status.level, status.message = DiagnosticStatus.WARN, 'no robot model loaded'
-        elif self.counters['dropped'] or self.counters['trajectories_rejected']:
-            status.level, status.message = DiagnosticStatus.WARN, 'invalid inputs dropped'
+        elif recent or defaulted:
+            notes = recent + ([f'{len(defaulted)} joints never heard of, at their defaults']
+                              if defaulted else [])
+            status.level, status.message = DiagnosticStatus.WARN, '; '.join(notes)
         else:
             status.level, status.message = DiagnosticStatus.OK, 'ok'
         times, self._compute_times = self._compute_times, []
-        values = dict(self.counters)
         values['outputs_per_second'] = len(times)
         if times:
             values['compute_time_median_ms'] = f'{1e3 * float(np.median(times)):.3f}'
             values['compute_time_max_ms'] = f'{1e3 * float(np.max(times)):.3f}'
+        if defaulted:
+            values['joints_at_default'] = clip(', '.join(defaulted))
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         array = DiagnosticArray()
         array.header.stamp = stamp

@@ -1,46 +1,60 @@
 """The ros_dynamics node: gravity and feedforward torques, tip poses, twists and Jacobians, live.
 
 The wiring of the node's parts. Per joint state (or at ``publish_rate``): validate, merge into
-the latest state by name (:mod:`~ros_dynamics.ros.joint_state_merger`), one kinematics pass,
-then every output reads from that pass (:mod:`~ros_dynamics.ros.outputs`) and is stamped with
-the joint state's time. Parameters are declared and validated by
-:mod:`~ros_dynamics.ros.settings`: validated in the parameter callback, applied afterwards as
-one value. Models come from :mod:`~ros_dynamics.ros.model_loading`: a description arriving
-later is built off to the side and swapped in with the settings validated against it; an
-invalid one is refused and the old model keeps serving. Counters and the 1 Hz status are
-:mod:`~ros_dynamics.ros.diagnostics`.
+the latest state by name (:mod:`~ros_dynamics.ros.joint_state_merger`), then one kinematics pass
+and every output read from it (:mod:`~ros_dynamics.ros.output_publisher`), stamped with the
+joint state's time. Outputs flow as soon as the joints they depend on are known: a tip's once the
+joints moving it (and the base frame) have been heard of, the whole-robot ones once any joint
+has, joints never heard of at their defaults (``initial_positions``, else 0 clamped into the
+limits); ``require_all_joints`` waits for every joint instead.
 
-Services ``~/compute_fk`` and ``~/solve_ik`` run on a companion node with its own executor
-thread (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), handed each model
-and its IK settings, so a slow IK request never holds up joint states; each executor is
-single-threaded, the fastest rclpy offers.
+Parameters are declared by :mod:`~ros_dynamics.ros.parameters` and validated by
+:mod:`~ros_dynamics.ros.settings`: validated in the parameter callback, applied afterwards as one
+value. Models come from :mod:`~ros_dynamics.ros.model_loading`: a description arriving later is
+bounded, built on a thread of its own while the old model keeps answering, and swapped in with
+the settings validated against it; an invalid one is refused and the old model keeps serving.
+What belonged to a replaced model or tip (topics, wrenches, the trajectory, markers) goes.
+
+Every callback is :func:`~ros_dynamics.ros.guard.guarded`: an unexpected exception is logged,
+counted and the input dropped. Logs are throttled per cause
+(:class:`~ros_dynamics.ros.throttled_log.ThrottledLog`); counters and the 1 Hz status are
+:mod:`~ros_dynamics.ros.diagnostics`. Services ``~/compute_fk`` and ``~/solve_ik`` run on a
+companion node (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`).
 """
 from dataclasses import dataclass
-import re
 import sys
-import time
 
-from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.time import Time
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
-from visualization_msgs.msg import MarkerArray
 
+from ..engine.kinematics import MAX_JOINT_VALUE
 from . import outputs, settings
 from .conversions import wrench_to_vector6
 from .diagnostics import Diagnostics
+from .frame_names import FramePrefix
+from .guard import guarded
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
-from .model_loading import TOPIC_SOURCE, DescriptionRefused, build_model, initial_description
+from .memory import HUGE_INPUT, release_free_memory
+from .model_loading import (
+    TOPIC_SOURCE,
+    DescriptionBuilder,
+    DescriptionRefused,
+    build_model,
+    check_limits,
+    initial_description,
+)
+from .output_publisher import OutputPublisher
+from .parameters import SPECS, SettingsError, declare_parameters, parameter_values
 from .process import run_nodes
-from .settings import SettingsError
-from .trajectory_feedforward import InvalidTrajectory, from_message
+from .throttled_log import ThrottledLog
+from .trajectory_player import TrajectoryPlayer
 
 #: QoS of the robot_description topic, as robot_state_publisher publishes it.
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -51,14 +65,6 @@ DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 JOINT_STATE_QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE,
                              history=HistoryPolicy.KEEP_LAST)
-
-_THROTTLE_S = 5.0
-
-
-def topic_token(frame):
-    """A frame name made safe as one token of a ROS topic name."""
-    token = re.sub(r'[^A-Za-z0-9_]', '_', frame)
-    return token if token and not token[0].isdigit() else 'f_' + token
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,49 +84,59 @@ class DynamicsNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('ros_dynamics', **kwargs)
+        self._log = ThrottledLog(self.get_logger())
         try:
-            values = settings.declare_parameters(self)
+            values = declare_parameters(self)
             settings.validate(values)
         except SettingsError as err:
             raise SystemExit(f'ros_dynamics: {err}') from None
+        self.diagnostics = Diagnostics(values['diagnostics.quiet_period'])
         self._serving = None         # Serving, or None before the first model
         self._pending = None         # (model, settings) validated, applied after the parameters
         self._followers = []         # callbacks told of every new model or settings
-        self._tip_pubs = {}          # tip -> (pose, twist, Jacobian publishers)
         self._wrenches = {}          # tip -> (frame, F_frame (6,)), replaced whole
-        self._trajectory = None      # (Trajectory, start Time, index in q of its joints)
-        self._last_markers = 0.0
         self._last_stamp = None
-        self.diagnostics = Diagnostics()
-
-        self._gravity_pub = self.create_publisher(JointState, 'gravity_torques', 10)
-        self._command_pub = self.create_publisher(Float64MultiArray, 'gravity_command', 10)
-        self._ff_pub = self.create_publisher(Float64MultiArray, 'feedforward_command', 10)
-        self._ff_traj_pub = self.create_publisher(JointTrajectory, 'feedforward_trajectory', 10)
-        self._marker_pub = self.create_publisher(MarkerArray, 'markers', 10)
-        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self._defaults_told = None   # the model whose defaulted joints were named in a warning
+        self._huge_input = False     # a huge input was served: give memory back at the next tick
+        self._outputs = OutputPublisher(self, self.diagnostics, self._log,
+                                        self._guard(self._on_wrench, 'wrenches'))
+        self._player = TrajectoryPlayer(self.get_clock(), self._outputs.ff_trajectory,
+                                        self.diagnostics, self._log)
+        self._serve_joint_state = self._guard(self._serve_joint_state, 'joint_states')
         self._joint_state_sub = self.create_subscription(
-            JointState, 'joint_states', self._on_joint_state, JOINT_STATE_QOS)
-        self.create_subscription(JointTrajectory, 'joint_trajectory', self._on_trajectory, 10)
-        self.create_subscription(String, 'robot_description', self._on_description_msg,
+            JointState, 'joint_states', self._guard(self._on_joint_state, 'joint_states'),
+            JOINT_STATE_QOS, qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        self.create_subscription(JointTrajectory, 'joint_trajectory',
+                                 self._guard(self._on_trajectory, 'joint_trajectory'), 10)
+        self.create_subscription(String, 'robot_description',
+                                 self._guard(self._on_description_msg, 'robot_description'),
                                  DESCRIPTION_QOS)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.add_post_set_parameters_callback(self._apply_parameters)
-        self.create_timer(1.0, self._publish_diagnostics)
+        built = self.create_guard_condition(self._guard(self._on_built, 'robot_description'))
+        self._builder = DescriptionBuilder(self._build, built.trigger)
+        self.add_on_set_parameters_callback(self._guard(self._on_set_parameters, 'parameters',
+                                                        _refused))
+        self.add_post_set_parameters_callback(self._guard(self._apply_parameters, 'parameters'))
+        self.create_timer(1.0, self._guard(self._publish_diagnostics, 'diagnostics'))
         self._publish_rate = values['publish_rate']          # read-only
         if self._publish_rate > 0:
-            self.create_timer(1.0 / self._publish_rate, self._on_rate_timer)
+            self.create_timer(1.0 / self._publish_rate,
+                              self._guard(self._on_rate_timer, 'publish_rate timer'))
         self._load_initial_description(values)
+
+    def _guard(self, callback, what, fallback=None):
+        return guarded(callback, what, self._log, self.diagnostics, fallback)
 
     # --- parameters ---------------------------------------------------------------------------
 
     def _on_set_parameters(self, params):
         """Validate a change with every other value (applied by :meth:`_apply_parameters`)."""
+        changed = {p.name: p.value for p in params if p.name in SPECS}
+        if not changed:
+            return SetParametersResult(successful=True)     # use_sim_time, qos_overrides.*
         serving = self._serving
         model = serving.model if serving is not None else None
-        values = settings.parameter_values(self, {p.name: p.value for p in params})
         try:
-            self._pending = (model, settings.validate(values, model))
+            self._pending = (model, settings.validate(parameter_values(self, changed), model))
         except SettingsError as err:
             return SetParametersResult(successful=False, reason=str(err))
         return SetParametersResult(successful=True)
@@ -137,61 +153,73 @@ class DynamicsNode(Node):
     def _load_initial_description(self, values):
         try:
             xml, source = initial_description(values['robot_description'], values['urdf_file'])
+            if xml is None:
+                self.get_logger().info('waiting for a robot description on the '
+                                       'robot_description topic')
+                return
+            check_limits(xml, settings.input_limits(values))
+            self._adopt(self._build(xml), source)
         except DescriptionRefused as err:
-            raise SystemExit(f'ros_dynamics: {err}') from None
-        if xml is None:
-            self.get_logger().info('waiting for a robot description on the robot_description '
-                                   'topic')
-            return
-        try:
-            self._load(xml, source)
-        except DescriptionRefused as err:
-            raise SystemExit(f'ros_dynamics: the robot description from {source} is invalid: '
-                             f'{err}') from None
+            raise SystemExit(f'ros_dynamics: the robot description is refused: {err}') from None
         except SettingsError as err:
             raise SystemExit(f'ros_dynamics: {err}') from None
 
-    def _on_description_msg(self, msg):
-        try:
-            self._load(msg.data, TOPIC_SOURCE)
-        except (DescriptionRefused, SettingsError):
-            pass                                      # logged and counted by _load
+    def _build(self, xml):
+        return build_model(xml, strict=self.get_parameter('strict_inertia').value)
 
-    def _load(self, xml, source):
-        """Build a model, validate the parameters against it and serve both; on failure log
-        and re-raise (:class:`DescriptionRefused` or :class:`SettingsError`), the old model
-        keeps serving.
-        """
+    def _on_description_msg(self, msg):
+        self._huge_input = True
         try:
-            model = build_model(xml, strict=self.get_parameter('strict_inertia').value)
-            new = settings.validate(settings.parameter_values(self), model)
-        except (DescriptionRefused, SettingsError) as err:
-            self.diagnostics.count('descriptions_refused')
-            self.get_logger().error(f'refused the robot description from {source}: {err}'
-                                    + ('; the previous model keeps serving'
-                                       if self._serving is not None else ''))
-            raise
-        for note in model.warnings:
-            self.get_logger().warning(f'robot description: {note}')
-        self._serve(model, JointStateMerger(model.joint_names, model.mimic_joint_names), new)
-        self._trajectory = None
-        self.get_logger().info(f'model {model.name!r} from {source}: {model.nq} joints, '
-                               f'{len(model.frame_names)} frames, tips {list(new.tips)}')
+            check_limits(msg.data, settings.input_limits(parameter_values(self)))
+        except DescriptionRefused as err:
+            self._refuse(err, TOPIC_SOURCE)
+            return
+        self._builder.submit(msg.data, TOPIC_SOURCE)
+
+    def _on_built(self):
+        outcome = self._builder.take()
+        if outcome is None:
+            return
+        model, error, source = outcome
+        if error is not None:
+            self._refuse(error, source)
+            return
+        try:
+            self._adopt(model, source)
+        except SettingsError as err:
+            self._refuse(err, source)
+
+    def _refuse(self, err, source):
+        self.diagnostics.count('descriptions_refused')
+        self._log.error(f'refused the robot description from {source}: {err}'
+                        + ('; the previous model keeps serving' if self._serving else ''))
+
+    def _adopt(self, model, source):
+        """Validate the parameters against a built model and serve both (raises
+        :class:`SettingsError`, the old model then keeps serving).
+        """
+        new = settings.validate(parameter_values(self), model)
+        for note in model.warnings[:20]:
+            self._log.warning(f'robot description: {note}')
+        self._serve(model, JointStateMerger(model.joint_names, model.mimic_joint_names,
+                                            new.initial_q), new)
+        self._log.info(f'model {model.name!r} from {source}: {model.nq} joints, '
+                       f'{len(model.frame_names)} frames, tips {list(new.tips)}')
 
     def _serve(self, model, merger, new):
-        """Serve ``model`` with settings ``new``: their dynamics swapped into the model, topics
-        of new tips created, then one assignment; followers are told.
+        """Serve ``model`` with settings ``new``: their dynamics swapped into the model, the
+        topics of the tips (and only those) kept, then one assignment; followers are told.
         """
+        old = self._serving
         model.settings = new.dynamics
-        for tip in new.tips:
-            if tip not in self._tip_pubs:
-                token = topic_token(tip)
-                self._tip_pubs[tip] = (
-                    self.create_publisher(PoseStamped, f'poses/{token}', 10),
-                    self.create_publisher(TwistStamped, f'twists/{token}', 10),
-                    self.create_publisher(Float64MultiArray, f'jacobians/{token}', 10))
-                self.create_subscription(WrenchStamped, f'wrenches/{token}',
-                                         lambda m, t=tip: self._on_wrench(t, m), 10)
+        self._outputs.serve(model, new)
+        if old is None or old.model is not model:
+            self._player.stop()
+            self._wrenches = {}
+        else:
+            merger.set_defaults(new.initial_q)
+            self._wrenches = {t: w for t, w in self._wrenches.items() if t in new.tips}
+        self.diagnostics.quiet_period = new.quiet_period
         self._serving = Serving(model, merger, new, outputs.message_templates(model, new))
         for follower in self._followers:
             follower(model, new)
@@ -212,9 +240,12 @@ class DynamicsNode(Node):
         return serving.model if serving is not None else None
 
     def latest_q(self):
-        """Latest complete joint positions (nq,), or None before every joint was heard of."""
+        """Latest joint positions (nq,), joints never heard of at their defaults; None before
+        any joint was heard of (before every one with ``require_all_joints``).
+        """
         serving = self._serving
-        if serving is None or not serving.merger.complete:
+        if serving is None or not serving.merger.heard_any or (
+                serving.settings.require_all_joints and not serving.merger.complete):
             return None
         return serving.merger.q.copy()
 
@@ -237,51 +268,80 @@ class DynamicsNode(Node):
         self.diagnostics.count('joint_states')
         serving = self._serving
         if serving is None:
-            self.get_logger().warning('joint states received but no robot model is loaded yet',
-                                      throttle_duration_sec=_THROTTLE_S)
+            self._log.warning('joint states received but no robot model is loaded yet')
             return
         merger = serving.merger
+        self._huge_input |= len(msg.name) > HUGE_INPUT
         try:
-            unknown = merger.update(msg.name, msg.position, msg.velocity)
+            unknown, some = merger.update(msg.name, msg.position, msg.velocity)
         except InvalidJointState as err:
             self.diagnostics.count('dropped')
-            self.get_logger().warning(f'dropped a joint state: {err}',
-                                      throttle_duration_sec=_THROTTLE_S)
+            self._log.warning(f'dropped a joint state: {err}')
             return
         if unknown:
-            self.get_logger().warning(f'joint states name joints the model does not have: '
-                                      f'{unknown}; ignored', once=True)
-        if not merger.complete:
-            missing = [n for n, r in zip(merger.joint_names, merger.received) if not r]
-            self.get_logger().warning(f'waiting for joint states of {missing}',
-                                      throttle_duration_sec=_THROTTLE_S)
+            more = f' and {unknown - len(some)} more' if unknown > len(some) else ''
+            self._log.warning(f'joint states name joints the model does not have: {some}'
+                              f'{more}; ignored', cause='unknown joints')
+        ready = self._readiness(serving)
+        if ready is False:
             return
         stamp = msg.header.stamp
         last = self._last_stamp
         if last is not None and (stamp.sec, stamp.nanosec) < (last.sec, last.nanosec):
             # Served all the same (a simulation restarting its clock does this), but reported.
             self.diagnostics.count('stamps_backwards')
-            self.get_logger().warning('joint state timestamps went backwards',
-                                      throttle_duration_sec=_THROTTLE_S)
+            self._log.warning('joint state timestamps went backwards')
         self._last_stamp = stamp
         if self._publish_rate <= 0:
-            self._compute_and_publish(serving, merger.q.copy(), merger.qd.copy(), stamp)
+            self._outputs.publish(serving, merger.q.copy(), merger.qd.copy(), stamp, ready,
+                                  self._wrenches, self._player.feedforward)
+
+    def _readiness(self, serving):
+        """False while nothing may be published; else per tip whether the joints it depends
+        on are known (None: all are). Names the joints at their defaults once per model.
+        """
+        merger, current = serving.merger, serving.settings
+        if merger.complete:
+            self.diagnostics.defaulted = []
+            return None
+        if current.require_all_joints or not merger.heard_any:
+            self._log.warning(f'waiting for joint states of {merger.never_heard()[:20]}',
+                              cause='waiting for joints')
+            return False
+        missing = merger.never_heard()
+        self.diagnostics.defaulted = missing
+        if self._defaults_told is not serving.model:
+            self._defaults_told = serving.model
+            defaults = ', '.join(f'{n}={merger.q[merger.joint_names.index(n)]:g}'
+                                 for n in missing[:50])
+            self._log.warning(f'joints never heard of are taken at their defaults '
+                              f'(initial_positions, else 0 clamped into the limits) until they '
+                              f'are: {defaults}' + (' ...' if len(missing) > 50 else ''),
+                              cause='joints at defaults')
+        received = merger.received
+        return [bool(received[mask].all()) for mask in current.tip_joints]
 
     def _on_rate_timer(self):
         serving = self._serving
-        if serving is not None and serving.merger.complete:
-            self._compute_and_publish(serving, serving.merger.q.copy(),
-                                      serving.merger.qd.copy(), self.get_clock().now().to_msg())
+        if serving is None:
+            return
+        ready = self._readiness(serving)
+        if ready is not False:
+            self._outputs.publish(serving, serving.merger.q.copy(), serving.merger.qd.copy(),
+                                  self.get_clock().now().to_msg(), ready, self._wrenches,
+                                  self._player.feedforward)
 
     def _on_wrench(self, tip, msg):
+        serving = self._serving
+        if serving is None or tip not in serving.settings.tips:
+            return
+        model = serving.model
         F_frame = wrench_to_vector6(msg.wrench)
-        model = self.model
-        frame = msg.header.frame_id or tip
-        if not np.all(np.isfinite(F_frame)) or (model is not None
-                                                and frame not in model.frame_names):
+        frame = FramePrefix(serving.settings.frame_prefix).to_frame(msg.header.frame_id) or tip
+        if not np.all(np.abs(F_frame) <= MAX_JOINT_VALUE) or frame not in model.frame_names:
             self.diagnostics.count('wrenches_rejected')
-            self.get_logger().warning(f'rejected a wrench for {tip!r}: NaN/Inf or unknown frame '
-                                      f'{frame!r}', throttle_duration_sec=_THROTTLE_S)
+            self._log.warning(f'rejected a wrench for {tip!r}: NaN, Inf, beyond '
+                              f'{MAX_JOINT_VALUE:g} or unknown frame {frame[:200]!r}')
             return
         wrenches = dict(self._wrenches)
         if np.any(F_frame):
@@ -293,88 +353,39 @@ class DynamicsNode(Node):
     def _on_trajectory(self, msg):
         serving = self._serving
         if serving is None:
-            self.get_logger().warning('trajectory received but no robot model is loaded yet',
-                                      throttle_duration_sec=_THROTTLE_S)
+            self._log.warning('trajectory received but no robot model is loaded yet')
             return
-        model = serving.model
-        try:
-            trajectory = from_message(msg, model.joint_names)
-        except InvalidTrajectory as err:
-            self.diagnostics.count('trajectories_rejected')
-            self.get_logger().warning(f'rejected a trajectory: {err}',
-                                      throttle_duration_sec=_THROTTLE_S)
-            return
-        index = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
-        q = serving.merger.q.copy() if serving.merger.complete else model.middle_configuration()
-        self._ff_traj_pub.publish(outputs.feedforward_trajectory(
-            model, serving.settings, msg, trajectory, index, q))
-        stamp = Time.from_msg(msg.header.stamp)
-        start = stamp if stamp.nanoseconds > 0 else self.get_clock().now()
-        self._trajectory = (trajectory, start, index)
-        self.diagnostics.count('trajectories')
-
-    # --- outputs ------------------------------------------------------------------------------
-
-    def _compute_and_publish(self, serving, q, qd, stamp):
-        started = time.perf_counter()
-        model, current, messages = serving.model, serving.settings, serving.messages
-        on = current.outputs
-        state = outputs.kinematics_pass(model, current, q, qd)
-        jacobians = outputs.TipJacobians(state)
-        tau = outputs.holding_torques(model, state, current, self._wrenches, jacobians)
-        if on.gravity:
-            self._gravity_pub.publish(
-                outputs.gravity_joint_state(model, tau, stamp, messages.gravity))
-            self._command_pub.publish(outputs.gravity_command(current, tau, messages.command))
-        for tip, *tip_messages in outputs.tip_messages(model, state, current, qd, stamp,
-                                                       jacobians, messages):
-            for publisher, msg in zip(self._tip_pubs[tip], tip_messages):
-                if msg is not None:
-                    publisher.publish(msg)
-        if on.feedforward and self._trajectory is not None:
-            self._publish_feedforward(serving, q)
-        if on.markers and self._markers_due(current.markers_rate):
-            self._marker_pub.publish(outputs.markers_message(model, state, current, tau, stamp,
-                                                             jacobians))
-        self.diagnostics.published(time.perf_counter() - started)
-
-    def _publish_feedforward(self, serving, q):
-        playing = self._trajectory
-        trajectory, start, index = playing
-        t = (self.get_clock().now() - start).nanoseconds * 1e-9
-        if t > trajectory.duration:
-            if self._trajectory is playing:
-                self._trajectory = None
-            return
-        self._ff_pub.publish(outputs.feedforward_command(serving.model, serving.settings, q,
-                                                         trajectory, index, t))
-
-    def _markers_due(self, rate):
-        now = time.monotonic()
-        if now - self._last_markers < 1.0 / rate:
-            return False
-        self._last_markers = now
-        return True
+        self._huge_input |= self._player.receive(serving, msg)
 
     def _publish_diagnostics(self):
-        self._diag_pub.publish(self.diagnostics.report(
-            f'{self.get_name()}: dynamics', self.model, self.get_clock().now().to_msg()))
+        if self._huge_input:
+            self._huge_input = False
+            release_free_memory()
+        self._outputs.diagnostics.publish(self.diagnostics.report(
+            f'{self.get_fully_qualified_name()}: dynamics', self.model,
+            self.get_clock().now().to_msg()))
+
+
+def _refused(params, error):
+    """The answer to a parameter change whose check raised: refused, with the cause."""
+    return SetParametersResult(successful=False,
+                               reason=f'internal error: {type(error).__name__}: {error}'[:1000])
 
 
 def main(args=None):
     """Entry point of ``ros2 run ros_dynamics dynamics_node``: the dynamics node and its
-    services node, each on its own executor thread.
+    services node, each on its own executor thread; returns the exit code.
     """
     return run_nodes(_build_nodes, args)
 
 
 def _build_nodes():
     node = DynamicsNode()
-    services = KinematicsServiceNode(node)
+    services = KinematicsServiceNode(node, node.diagnostics)
     if not services.available:
         services.destroy_node()
         return [node]
-    node.follow(lambda model, current: services.serve(model, current.ik))
+    node.follow(lambda model, current: services.serve(model, current.ik, current.frame_prefix))
     return [node, services]
 
 

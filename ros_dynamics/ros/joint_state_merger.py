@@ -1,10 +1,22 @@
 """Merging partial joint states into the latest full state, with validation (no ROS types).
 
-robot_state_publisher's rules: a message whose ``position`` and ``name`` lengths differ is
-dropped; so is one with NaN or Inf where a number is needed. ``velocity`` may be empty (zero
-velocity) or as long as ``name``. Names the model does not know are ignored (reported once).
+As robot_state_publisher: a message whose ``position`` and ``name`` lengths differ is dropped.
+Beyond it, before any arithmetic: one that names a joint twice, or holds NaN, Inf or a magnitude
+above the engine's :data:`~ros_dynamics.engine.kinematics.MAX_JOINT_VALUE` for a joint of the
+model, is dropped too. ``velocity`` may be empty (zero velocity) or as long as ``name``. Names the
+model does not know are ignored (reported by the caller). Joints never heard of keep their
+default positions (``initial_q``) and :attr:`JointStateMerger.received` says which were heard.
 """
 import numpy as np
+
+from ..engine.kinematics import MAX_JOINT_VALUE
+
+#: Name lists of at most this many names have their index mapping cached.
+CACHED_NAMES = 1024
+#: Most name lists cached.
+CACHED_LISTS = 64
+#: Unknown names a message reports back at most.
+REPORTED_UNKNOWN = 10
 
 
 class InvalidJointState(ValueError):
@@ -14,13 +26,14 @@ class InvalidJointState(ValueError):
 class JointStateMerger:
     """Latest ``q`` and ``qd`` of a model's independent joints, updated by name.
 
-    Mimic joints' names are accepted and ignored (they follow their leaders).
+    Mimic joints' names are accepted and ignored (they follow their leaders). The cache of name
+    lists holds at most :data:`CACHED_LISTS` lists of at most :data:`CACHED_NAMES` names.
     """
 
     def __init__(self, joint_names, ignored_names=(), initial_q=None):
         self.joint_names = tuple(joint_names)
         self._index = {n: i for i, n in enumerate(self.joint_names)}
-        self._ignored = set(ignored_names)
+        self._ignored = frozenset(ignored_names)
         n = len(self.joint_names)
         self.q = np.zeros(n) if initial_q is None else np.array(initial_q, dtype=float)
         self.qd = np.zeros(n)
@@ -32,22 +45,46 @@ class JointStateMerger:
         """True once every joint has been heard of."""
         return bool(self.received.all())
 
+    @property
+    def heard_any(self):
+        """True once a joint has been heard of (or when the model has none)."""
+        return bool(self.received.any()) or not self.joint_names
+
+    def never_heard(self):
+        """Names of the joints never heard of, in model order."""
+        return [self.joint_names[i] for i in np.flatnonzero(~self.received)]
+
+    def set_defaults(self, initial_q):
+        """New default positions (nq,) for the joints never heard of."""
+        unheard = ~self.received
+        self.q[unheard] = np.asarray(initial_q, dtype=float)[unheard]
+
     def _mapping(self, names):
-        key = tuple(names)
-        hit = self._cache.get(key)
-        if hit is None:
-            src = [i for i, n in enumerate(key) if n in self._index]
-            dst = [self._index[key[i]] for i in src]
-            unknown = [n for n in key if n not in self._index and n not in self._ignored]
-            hit = (np.array(src, dtype=int), np.array(dst, dtype=int), unknown)
-            if len(self._cache) > 64:
+        hit = self._cache.get(names) if len(names) <= CACHED_NAMES else None
+        if hit is not None:
+            return hit
+        if len(set(names)) != len(names):
+            seen, twice = set(), []
+            for n in names:
+                if n in seen and len(twice) < REPORTED_UNKNOWN:
+                    twice.append(n)
+                seen.add(n)
+            raise InvalidJointState(f'joints named more than once: {twice}')
+        index, ignored = self._index, self._ignored
+        src = [i for i, n in enumerate(names) if n in index]
+        dst = [index[names[i]] for i in src]
+        unknown = [n for n in names if n not in index and n not in ignored]
+        hit = (np.array(src, dtype=int), np.array(dst, dtype=int),
+               (len(unknown), unknown[:REPORTED_UNKNOWN]))
+        if len(names) <= CACHED_NAMES:
+            if len(self._cache) >= CACHED_LISTS:
                 self._cache.clear()
-            self._cache[key] = hit
+            self._cache[names] = hit
         return hit
 
     def update(self, names, positions, velocities):
-        """Merge one message; returns the unknown names it held. Raises
-        :class:`InvalidJointState` (and changes nothing) when the message must be dropped.
+        """Merge one message; returns ``(count, first few)`` of the unknown names it held.
+        Raises :class:`InvalidJointState` (and changes nothing) when it must be dropped.
         """
         n = len(names)
         if len(positions) != n:
@@ -55,21 +92,22 @@ class JointStateMerger:
         if len(velocities) not in (0, n):
             raise InvalidJointState(f'{n} names but {len(velocities)} velocities '
                                     '(expected 0 or one per name)')
-        src, dst, unknown = self._mapping(names)
+        src, dst, unknown = self._mapping(tuple(names))
         if src.size == 0:
             return unknown
-        pos = np.asarray(positions, dtype=float)[src]
-        if not np.all(np.isfinite(pos)):
-            bad = [names[i] for i in src[~np.isfinite(pos)]]
-            raise InvalidJointState(f'non-finite position for {bad}')
-        if len(velocities):
-            vel = np.asarray(velocities, dtype=float)[src]
-            if not np.all(np.isfinite(vel)):
-                bad = [names[i] for i in src[~np.isfinite(vel)]]
-                raise InvalidJointState(f'non-finite velocity for {bad}')
-        else:
-            vel = 0.0
+        pos = _bounded(positions, src, names, 'position')
+        vel = _bounded(velocities, src, names, 'velocity') if len(velocities) else 0.0
         self.q[dst] = pos
         self.qd[dst] = vel
         self.received[dst] = True
         return unknown
+
+
+def _bounded(values, src, names, what):
+    """``values[src]`` as floats, unless one is NaN, Inf or beyond MAX_JOINT_VALUE."""
+    x = np.asarray(values, dtype=float)[src]
+    ok = np.abs(x) <= MAX_JOINT_VALUE                 # False for NaN too
+    if not ok.all():
+        bad = [names[i] for i in src[~ok][:REPORTED_UNKNOWN]]
+        raise InvalidJointState(f'{what} NaN, Inf or beyond {MAX_JOINT_VALUE:g} for {bad}')
+    return x

@@ -4,6 +4,12 @@ No node here: :func:`compute_fk` fills a ComputeFK response, :func:`ik_problem` 
 SolveIK request into an :class:`IKProblem` for the engine, :func:`fill_ik_response` turns the
 engine's result into the response. Every fault becomes an error code and a message
 (:class:`RequestError`), never an exception out of a service callback.
+
+Every number is checked before any arithmetic: positions of states and seeds (finite, at most
+the engine's :data:`~ros_dynamics.engine.kinematics.MAX_JOINT_VALUE`), target coordinates and
+quaternion components (the same bound, so that normalising cannot overflow), tolerances
+(finite, >= 0, at most the maxima of the settings) and timeouts (at most ``ik.max_timeout``).
+Frame ids received may carry the node's ``frame_prefix`` (stripped); frame ids sent carry it.
 """
 from dataclasses import dataclass
 import math
@@ -12,21 +18,27 @@ from geometry_msgs.msg import PoseStamped
 import numpy as np
 
 from ..engine import DynamicsError, UnknownFrameError
+from ..engine.kinematics import MAX_JOINT_VALUE
 from ..engine.spatial import inverse_transform
 from .conversions import matrix_from_pose, pose_from_matrix
+from .frame_names import FramePrefix
+from .throttled_log import clip
+
+#: Most frames one compute_fk request may name, unless the model has more.
+MAX_FK_FRAMES = 10_000
 
 
 class RequestError(Exception):
     """A request that cannot be served: carries the response error code."""
 
     def __init__(self, code, message):
-        super().__init__(message)
+        super().__init__(clip(message))
         self.code = code
 
 
-def _frame(model, name, code):
+def _frame(model, name, code, prefix):
     try:
-        return model.frame_index(name or model.root_link)
+        return model.frame_index(prefix.to_frame(name) or model.root_link)
     except UnknownFrameError as err:
         raise RequestError(code, str(err)) from None
 
@@ -37,41 +49,60 @@ def _state_from_msg(model, msg, base_q, code):
     if len(names) != len(positions):
         raise RequestError(code, f'joint state: {len(names)} names but {len(positions)} '
                                  'positions')
-    if not all(math.isfinite(p) for p in positions):
-        raise RequestError(code, 'joint state: positions must be finite')
+    if not all(abs(p) <= MAX_JOINT_VALUE for p in positions):
+        raise RequestError(code, f'joint state: positions must be finite and at most '
+                                 f'{MAX_JOINT_VALUE:g}')
+    if len(set(names)) != len(names):
+        raise RequestError(code, 'joint state: a joint is named twice')
     try:
         return model.q_from_names(names, positions, default=base_q)
     except DynamicsError as err:
         raise RequestError(code, f'joint state: {err}') from None
 
 
-def compute_fk(model, q_latest, request, response, stamp):
-    """Fill a ComputeFK response: poses of the requested frames in the reference frame."""
+def compute_fk(model, q_latest, request, response, stamp, frame_prefix=''):
+    """Fill a ComputeFK response: poses of the requested frames in the reference frame, and
+    their frame ids (``fk_link_names``).
+    """
     codes = type(response)
+    prefix = FramePrefix(frame_prefix)
     if model is None:
         response.error_code, response.message = codes.NO_MODEL, 'no robot model loaded yet'
         return response
     try:
         base = q_latest if q_latest is not None else np.zeros(model.nq)
         q = _state_from_msg(model, request.state, base, codes.INVALID_ROBOT_STATE)
-        ref = _frame(model, request.reference_frame, codes.INVALID_LINK_NAME)
-        frames = [_frame(model, f, codes.INVALID_LINK_NAME) for f in request.frames] \
+        ref = _frame(model, request.reference_frame, codes.INVALID_LINK_NAME, prefix)
+        most = max(MAX_FK_FRAMES, len(model.frame_names))
+        if len(request.frames) > most:
+            raise RequestError(codes.INVALID_REQUEST, f'{len(request.frames)} frames, more '
+                                                      f'than {most}')
+        frames = [_frame(model, f, codes.INVALID_LINK_NAME, prefix) for f in request.frames] \
             or list(range(len(model.frame_names)))
+        state = model.kinematics(q)
+        T_ref_root = inverse_transform(state.frame_pose(ref))
+        T_ref_frames = T_ref_root @ state.frame_poses()[frames]
     except RequestError as err:
         response.error_code, response.message = err.code, str(err)
         return response
-    state = model.kinematics(q)
-    T_ref_root = inverse_transform(state.frame_pose(ref))
-    T_root_frames = state.frame_poses()
-    response.poses = []
-    for f in frames:
+    except DynamicsError as err:
+        response.error_code, response.message = codes.INVALID_ROBOT_STATE, clip(str(err))
+        return response
+    if not np.all(np.isfinite(T_ref_frames)):
+        response.error_code = codes.INVALID_ROBOT_STATE
+        response.message = 'the poses of this state are not finite'
+        return response
+    ref_id = prefix.to_frame_id(model.frame_names[ref])
+    response.poses, response.fk_link_names = [], []
+    for f, T in zip(frames, T_ref_frames):
         pose = PoseStamped()
         pose.header.stamp = stamp
-        pose.header.frame_id = model.frame_names[ref]
-        pose_from_matrix(T_ref_root @ T_root_frames[f], pose.pose)
+        pose.header.frame_id = ref_id
+        pose_from_matrix(T, pose.pose)
         response.poses.append(pose)
+        response.fk_link_names.append(prefix.to_frame_id(model.frame_names[f]))
     response.success, response.error_code = True, codes.SUCCESS
-    response.message = f'{len(frames)} pose(s) in {model.frame_names[ref]!r}'
+    response.message = f'{len(frames)} pose(s) in {ref_id!r}'
     return response
 
 
@@ -86,41 +117,40 @@ class IKProblem:
     orientation_tolerance: float
     position_only: bool
     timeout: float
+    active_joints: tuple          # None: every joint that moves the tip
     notes: list
 
 
-def ik_problem(model, q_latest, request, defaults, codes):
+def ik_problem(model, q_latest, request, defaults, codes, frame_prefix=''):
     """Validate a SolveIK request into an :class:`IKProblem`; ``defaults`` (an
-    :class:`~ros_dynamics.ros.settings.IKSettings`) fill its zero fields. Raises
-    :class:`RequestError`.
+    :class:`~ros_dynamics.ros.settings.IKSettings`) fill its zero fields and bound the others.
+    Raises :class:`RequestError`.
     """
     if model is None:
         raise RequestError(codes.NO_MODEL, 'no robot model loaded yet')
+    prefix = FramePrefix(frame_prefix)
     notes = []
-    tip = request.tip_frame or defaults.tip_frame
-    _frame(model, tip, codes.INVALID_LINK_NAME)
-    target_frame = _frame(model, request.target.header.frame_id, codes.FRAME_TRANSFORM_FAILURE)
+    tip = prefix.to_frame(request.tip_frame) or defaults.tip_frame
+    _frame(model, tip, codes.INVALID_LINK_NAME, prefix)
+    target_frame = _frame(model, request.target.header.frame_id, codes.FRAME_TRANSFORM_FAILURE,
+                          prefix)
     p, o = request.target.pose.position, request.target.pose.orientation
-    values = [p.x, p.y, p.z, o.x, o.y, o.z, o.w]
-    if not all(math.isfinite(v) for v in values):
-        raise RequestError(codes.INVALID_REQUEST, 'target pose: NaN or infinite values')
-    norm = math.sqrt(o.x ** 2 + o.y ** 2 + o.z ** 2 + o.w ** 2)
+    if not all(abs(v) <= MAX_JOINT_VALUE for v in (p.x, p.y, p.z, o.x, o.y, o.z, o.w)):
+        raise RequestError(codes.INVALID_REQUEST, f'target pose: NaN, Inf or values beyond '
+                                                  f'{MAX_JOINT_VALUE:g}')
+    norm = math.sqrt(o.x * o.x + o.y * o.y + o.z * o.z + o.w * o.w)    # <= 2e100: no overflow
     if norm < 1e-9:
         raise RequestError(codes.INVALID_REQUEST, 'target pose: zero quaternion')
     if abs(norm - 1.0) > 1e-6:
         notes.append(f'target quaternion of norm {norm:.6g} normalised')
-    timeout = request.timeout.sec + request.timeout.nanosec * 1e-9
-    if timeout < 0:
-        raise RequestError(codes.INVALID_REQUEST, f'timeout: must be >= 0 s, got {timeout}')
-    timeout = timeout or defaults.timeout
-    tolerances = []
-    for name, value, default in (
-            ('position_tolerance', request.position_tolerance, defaults.position_tolerance),
-            ('orientation_tolerance', request.orientation_tolerance,
-             defaults.orientation_tolerance)):
-        if not math.isfinite(value) or value < 0:
-            raise RequestError(codes.INVALID_REQUEST, f'{name}: must be >= 0, got {value}')
-        tolerances.append(value or default)
+    timeout = _timeout(request.timeout, defaults, codes)
+    tolerances = [_tolerance(name, value, default, highest, codes)
+                  for name, value, default, highest in (
+                      ('position_tolerance', request.position_tolerance,
+                       defaults.position_tolerance, defaults.max_position_tolerance),
+                      ('orientation_tolerance', request.orientation_tolerance,
+                       defaults.orientation_tolerance, defaults.max_orientation_tolerance))]
+    active = _active_joints(model, request, defaults, codes)
     base = q_latest if q_latest is not None else model.middle_configuration()
     q_seed = _state_from_msg(model, request.seed, base, codes.INVALID_ROBOT_STATE)
     q_seed = np.clip(q_seed, model.lower_limits, model.upper_limits)
@@ -133,19 +163,50 @@ def ik_problem(model, q_latest, request, defaults, codes):
     q_frame = q_latest if q_latest is not None else q_seed
     T_root_target = model.frame_pose(q_frame, target_frame) @ \
         matrix_from_pose(request.target.pose)
+    if not np.all(np.abs(T_root_target) <= MAX_JOINT_VALUE):
+        raise RequestError(codes.INVALID_REQUEST, 'target pose: not finite in the root frame')
     return IKProblem(tip, T_root_target, q_seed, tolerances[0], tolerances[1],
-                     bool(request.position_only), timeout, notes)
+                     bool(request.position_only), timeout, active, notes)
+
+
+def _timeout(duration, defaults, codes):
+    timeout = duration.sec + duration.nanosec * 1e-9
+    if timeout < 0:
+        raise RequestError(codes.INVALID_REQUEST, f'timeout: must be >= 0 s, got {timeout}')
+    if timeout > defaults.max_timeout:
+        raise RequestError(codes.INVALID_REQUEST, f'timeout: at most ik.max_timeout = '
+                                                  f'{defaults.max_timeout:g} s, got {timeout:g} s')
+    return timeout or defaults.timeout
+
+
+def _tolerance(name, value, default, highest, codes):
+    if not 0 <= value <= highest:                     # False for NaN too
+        raise RequestError(codes.INVALID_REQUEST, f'{name}: expected a value in [0, '
+                                                  f'{highest:g}] (0: the default), got {value}')
+    return value or default
+
+
+def _active_joints(model, request, defaults, codes):
+    names = list(request.active_joints)
+    if not names:
+        return defaults.active_joints
+    unknown = [n for n in names if n not in model.joint_names]
+    if unknown or len(set(names)) != len(names):
+        raise RequestError(codes.INVALID_GROUP_NAME,
+                           f'active_joints: unknown {unknown[:20]} or repeated joints; valid: '
+                           f'{list(model.joint_names)[:50]}')
+    return tuple(names)
 
 
 def fill_ik_response(model, problem, result, response, stamp):
-    """SolveIK response from an engine :class:`~ros_dynamics.engine.ik.IKResult`."""
+    """SolveIK response from an engine :class:`~ros_dynamics.engine.ik.IKResult`: SUCCESS, else
+    NO_IK_SOLUTION (as MoveIt answers when the budget ends without a solution) with the best
+    configuration found and its errors.
+    """
     codes = type(response)
     response.success = bool(result.success)
-    if result.success:
-        response.error_code = codes.SUCCESS
-    else:
-        response.error_code = codes.TIMED_OUT if result.timed_out else codes.NO_IK_SOLUTION
-    response.message = '; '.join([result.message] + problem.notes)
+    response.error_code = codes.SUCCESS if result.success else codes.NO_IK_SOLUTION
+    response.message = clip('; '.join([result.message] + problem.notes))
     response.solution.header.stamp = stamp
     response.solution.name = list(model.joint_names)
     response.solution.position = [float(x) for x in result.q]

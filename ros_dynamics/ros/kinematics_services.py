@@ -1,41 +1,67 @@
 """The ``compute_fk`` and ``solve_ik`` services of the dynamics node, on a node of their own.
 
 :class:`KinematicsServiceNode` is a companion of
-:class:`~ros_dynamics.ros.dynamics_node.DynamicsNode`, spun by its own executor thread, that
-offers the services under the dynamics node's private names (``<node>/solve_ik``,
-``<node>/compute_fk``). The dynamics node hands it each model it serves together with the
-validated :class:`~ros_dynamics.ros.settings.IKSettings` (:meth:`KinematicsServiceNode.serve`);
-requests are turned into responses by :mod:`~ros_dynamics.ros.kinematics_requests`.
+:class:`~ros_dynamics.ros.dynamics_node.DynamicsNode` offering the services under the names the
+dynamics node resolves for ``~/solve_ik`` and ``~/compute_fk`` (so remap rules given to the
+dynamics node apply), with the dynamics node's ``use_sim_time``. Its executor has several
+threads and the two services separate callback groups: a long IK solve never holds up
+``compute_fk``, and IK solves (and the seed tables built between them) run one at a time. The
+request queues are deep (:data:`SERVICE_QOS`), so bursts of requests from many clients are all
+answered. The dynamics node hands it each model it serves with the validated settings
+(:meth:`KinematicsServiceNode.serve`); requests are turned into responses by
+:mod:`~ros_dynamics.ros.kinematics_requests`.
 """
 from dataclasses import dataclass
 import time
 
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..engine import DynamicsError, IKSolver
+from .guard import guarded
 from .kinematics_requests import RequestError, compute_fk, fill_ik_response, ik_problem
 from .settings import IKSettings
+from .throttled_log import ThrottledLog
+
+#: QoS of the two services: requests queued up to this depth are all answered.
+SERVICE_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE, history=HistoryPolicy.KEEP_LAST)
+#: Most tip frames per model that get a seed table (each one is a few MB).
+MAX_SEED_TABLES = 8
 
 
 @dataclass(frozen=True)
 class Served:
-    """What the services answer with: a model, its IK solver and the IK settings."""
+    """What the services answer with: a model, its IK solver, the IK settings and the frame
+    prefix.
+    """
 
     model: object
     solver: IKSolver
     ik: IKSettings
+    frame_prefix: str = ''
 
 
 class KinematicsServiceNode(Node):
-    """Serves ``<dynamics node>/compute_fk`` and ``<dynamics node>/solve_ik``."""
+    """Serves ``compute_fk`` and ``solve_ik`` of a dynamics node (see the module docstring)."""
 
-    def __init__(self, dynamics_node):
-        # Global remaps (a launch file's __node:=...) must not rename this node too.
+    #: Threads of this node's executor (process.run_nodes reads it).
+    executor_threads = 3
+
+    def __init__(self, dynamics_node, diagnostics):
+        # Global remaps (a launch file's __node:=...) must not rename this node too; the
+        # services' names are resolved by the dynamics node, with its remap rules.
+        sim_time = dynamics_node.get_parameter('use_sim_time').value
         super().__init__(dynamics_node.get_name() + '_kinematics',
-                         namespace=dynamics_node.get_namespace(), use_global_arguments=False)
+                         namespace=dynamics_node.get_namespace(), use_global_arguments=False,
+                         parameter_overrides=[Parameter('use_sim_time', value=sim_time)])
         self._latest_q = dynamics_node.latest_q
+        self._diagnostics = diagnostics
+        self._log = ThrottledLog(self.get_logger())
         self._served = None              # swapped whole by serve()
-        self._requested = set()          # tip frames asked for, tables built between requests
+        self._requested = []             # tip frames asked for, tables built between requests
         try:
             from ros_dynamics_interfaces.srv import ComputeFK, SolveIK
         except ImportError:
@@ -45,40 +71,67 @@ class KinematicsServiceNode(Node):
             self.available = False
             return
         self.available = True
-        prefix = dynamics_node.get_fully_qualified_name()
-        self.create_service(ComputeFK, prefix + '/compute_fk', self._on_compute_fk)
-        self.create_service(SolveIK, prefix + '/solve_ik', self._on_solve_ik)
-        self.create_timer(0.25, self._prepare_seed_tables)
+        ik_group, fk_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        self.create_service(
+            ComputeFK, dynamics_node.resolve_service_name('~/compute_fk'),
+            self._guard(self._on_compute_fk, 'compute_fk', _failure), qos_profile=SERVICE_QOS,
+            callback_group=fk_group)
+        self.create_service(
+            SolveIK, dynamics_node.resolve_service_name('~/solve_ik'),
+            self._guard(self._on_solve_ik, 'solve_ik', _failure), qos_profile=SERVICE_QOS,
+            callback_group=ik_group)
+        self.create_timer(0.25, self._guard(self._prepare_seed_tables, 'seed tables'),
+                          callback_group=ik_group)
+        dynamics_node.add_post_set_parameters_callback(self._guard(self._follow_sim_time,
+                                                                   'use_sim_time'))
 
-    def serve(self, model, ik):
-        """Answer with ``model`` and :class:`IKSettings` ``ik`` from now on: one assignment,
-        safe from another thread. A new model gets a new solver (its seed tables start over).
+    def _guard(self, callback, what, fallback=None):
+        return guarded(callback, what, self._log, self._diagnostics, fallback)
+
+    def serve(self, model, ik, frame_prefix=''):
+        """Answer with ``model``, :class:`IKSettings` ``ik`` and ``frame_prefix`` from now on:
+        one assignment, safe from another thread. A new model gets a new solver (its seed
+        tables start over; a table being built for the old one is thrown away).
         """
         served = self._served
         same = served is not None and served.model is model
-        self._served = Served(model, served.solver if same else IKSolver(model), ik)
+        if not same:
+            self._requested = []
+        self._served = Served(model, served.solver if same else IKSolver(model), ik,
+                              frame_prefix)
+
+    def _follow_sim_time(self, params):
+        for p in params:
+            if p.name == 'use_sim_time':
+                self.set_parameters([Parameter('use_sim_time', value=p.value)])
 
     def _on_compute_fk(self, request, response):
         served = self._served
-        return compute_fk(served.model if served else None, self._latest_q(), request, response,
-                          self.get_clock().now().to_msg())
+        response = compute_fk(served.model if served else None, self._latest_q(), request,
+                              response, self.get_clock().now().to_msg(),
+                              served.frame_prefix if served else '')
+        if not response.success:
+            self._diagnostics.count('requests_refused')
+        return response
 
     def _prepare_seed_tables(self):
         """Build the IK seed table of the default tip frame, then of each tip frame requested
-        since, one per tick: on this node's executor, so between requests and never inside
-        one's time budget.
+        since (at most :data:`MAX_SEED_TABLES`), one per tick: in the IK callback group, so
+        between requests and never inside one's time budget.
         """
         served = self._served
         if served is None or served.ik.seed_samples <= 0:
             return
         samples = served.ik.seed_samples
-        for frame in [served.ik.tip_frame] + sorted(self._requested):
+        frames = [served.ik.tip_frame] + [f for f in self._requested if f != served.ik.tip_frame]
+        for frame in frames[:MAX_SEED_TABLES]:
             if frame in served.model.frame_names and served.solver.seed_table(frame) is None:
                 start = time.monotonic()
                 served.solver.prepare(frame, samples)
-                self.get_logger().info(
-                    f'IK seed table of {frame}: {samples} configurations in '
-                    f'{(time.monotonic() - start) * 1e3:.0f} ms')
+                if self._served is None or self._served.solver is not served.solver:
+                    return                       # the model was replaced meanwhile
+                self._log.info(f'IK seed table of {frame}: {samples} configurations in '
+                               f'{(time.monotonic() - start) * 1e3:.0f} ms')
                 return
 
     def _on_solve_ik(self, request, response):
@@ -87,18 +140,33 @@ class KinematicsServiceNode(Node):
         try:
             if served is None:
                 raise RequestError(codes.NO_MODEL, 'no robot model loaded yet')
-            problem = ik_problem(served.model, self._latest_q(), request, served.ik, codes)
-            self._requested.add(problem.tip)
+            problem = ik_problem(served.model, self._latest_q(), request, served.ik, codes,
+                                 served.frame_prefix)
+            if problem.tip not in self._requested and len(self._requested) < MAX_SEED_TABLES:
+                self._requested.append(problem.tip)
             result = served.solver.solve(
                 problem.tip, problem.T_root_target, problem.q_seed,
                 position_tolerance=problem.position_tolerance,
                 orientation_tolerance=problem.orientation_tolerance,
-                position_only=problem.position_only, timeout=problem.timeout)
+                position_only=problem.position_only, timeout=problem.timeout,
+                active_joints=problem.active_joints)
         except RequestError as err:
+            self._diagnostics.count('requests_refused')
             response.error_code, response.message = err.code, str(err)
             return response
         except DynamicsError as err:
-            response.error_code, response.message = codes.INVALID_REQUEST, str(err)
+            self._diagnostics.count('requests_refused')
+            response.error_code = codes.INVALID_GROUP_NAME if 'active_joints' in str(err) \
+                else codes.INVALID_REQUEST
+            response.message = str(err)[:1000]
             return response
         return fill_ik_response(served.model, problem, result, response,
                                 self.get_clock().now().to_msg())
+
+
+def _failure(request, response, error):
+    """The answer of a service whose callback raised: FAILURE and the cause."""
+    response.success = False
+    response.error_code = type(response).FAILURE
+    response.message = f'internal error: {type(error).__name__}: {str(error)[:500]}'
+    return response

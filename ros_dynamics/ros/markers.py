@@ -1,7 +1,11 @@
 """rviz markers of the dynamics: center of mass, manipulability ellipsoids, gravity torques.
 
-All markers are in one URDF link frame (the node's base frame), so rviz draws them beside the
-RobotModel display that robot_state_publisher's TF drives.
+All markers are in one URDF link frame (the node's base frame, with robot_state_publisher's
+``frame_prefix``), so rviz draws them beside the RobotModel display that robot_state_publisher's
+TF drives. Namespaces: ``ros_dynamics/center_of_mass``, ``ros_dynamics/manipulability/<tip>``
+(one per tip) and ``ros_dynamics/gravity_torque`` (id: the joint's index). A torque arrow that
+would be shorter than :data:`MIN_ARROW` is deleted instead of drawn; :func:`delete_all` clears
+every marker (sent when the model, the tips or the markers switch change).
 """
 from geometry_msgs.msg import Point
 import numpy as np
@@ -10,6 +14,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..engine.rotations import quat_xyzw_from_matrix
 
 _NS = 'ros_dynamics'
+#: Shortest torque arrow drawn [m].
+MIN_ARROW = 1e-4
 
 
 def _marker(frame, stamp, marker_id, ns, kind, rgba):
@@ -52,8 +58,9 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
     _set_position(m, com)
     m.scale.x = m.scale.y = m.scale.z = 0.05
     out.markers.append(m)
-    for i, (tip, (position, axes, lengths)) in enumerate(zip(tips, ellipsoids)):
-        m = _marker(frame, stamp, i, 'manipulability', Marker.SPHERE, (0.2, 0.6, 1.0, 0.4))
+    for tip, (position, axes, lengths) in zip(tips, ellipsoids):
+        m = _marker(frame, stamp, 0, f'manipulability/{tip}', Marker.SPHERE,
+                    (0.2, 0.6, 1.0, 0.4))
         m.text = tip
         _set_position(m, position)
         qx, qy, qz, qw = (float(v) for v in quat_xyzw_from_matrix(axes))
@@ -66,6 +73,10 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
         ratio = tau / limit if np.isfinite(limit) and limit > 0 else np.tanh(tau / 10.0)
         m = _marker(frame, stamp, k, 'gravity_torque', Marker.ARROW,
                     (1.0, 0.2, 0.2, 0.9) if tau >= 0 else (0.2, 0.2, 1.0, 0.9))
+        if not abs(ratio * scale) >= MIN_ARROW:
+            m.action = Marker.DELETE               # no zero-length arrows
+            out.markers.append(m)
+            continue
         m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
                     Point(x=float(p[0] + z[0] * ratio * scale),
                           y=float(p[1] + z[1] * ratio * scale),
@@ -73,3 +84,11 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
         m.scale.x, m.scale.y, m.scale.z = 0.01, 0.02, 0.02
         out.markers.append(m)
     return out
+
+
+def delete_all(frame, stamp):
+    """MarkerArray of one DELETEALL marker: rviz forgets every marker of this topic."""
+    m = _marker(frame, stamp, 0, '', Marker.SPHERE, (0.0, 0.0, 0.0, 0.0))
+    m.ns = ''
+    m.action = Marker.DELETEALL
+    return MarkerArray(markers=[m])

@@ -1,14 +1,22 @@
-"""Robot models for the node: where a description comes from, building one, refusing one.
+"""Robot models for the node: where a description comes from, bounding it, building it (off the
+executor), refusing it.
 
-Sources, robot_state_publisher's conventions: the ``robot_description`` parameter, else the
-``urdf_file`` parameter, else the ``robot_description`` topic (subscribed by the node). A
-description that does not build is refused with the engine's reason
-(:class:`DescriptionRefused`); the caller keeps its previous model.
+Sources: the ``robot_description`` parameter (as robot_state_publisher takes it), else the
+``urdf_file`` parameter, else the ``robot_description`` topic (which robot_state_publisher
+publishes). A description larger than the limits (:func:`check_limits`) or that does not build
+is refused with the reason (:class:`DescriptionRefused`); the caller keeps its previous model.
+:class:`DescriptionBuilder` builds models on a thread of its own, so the node keeps answering
+joint states with the old model meanwhile.
 """
+import re
+import threading
+
 from ..engine import DynamicsError, RobotModel
 
 #: Source named in logs for a description received on the topic.
 TOPIC_SOURCE = 'the robot_description topic'
+_LINK = re.compile(r'<link[\s/>]')
+_JOINT = re.compile(r'<joint[\s/>]')
 
 
 class DescriptionRefused(Exception):
@@ -26,9 +34,26 @@ def initial_description(robot_description, urdf_file):
         try:
             with open(urdf_file, encoding='utf-8') as f:
                 return f.read(), f'urdf_file {urdf_file!r}'
-        except OSError as err:
+        except (OSError, UnicodeDecodeError) as err:
             raise DescriptionRefused(f'cannot read urdf_file {urdf_file!r}: {err}') from None
     return None, None
+
+
+def check_limits(xml, limits):
+    """Refuse (:class:`DescriptionRefused`) a description above the
+    :class:`~ros_dynamics.ros.settings.InputLimits`: its size in bytes, its ``<link>`` and
+    ``<joint>`` elements (counted in the text before any parsing; a ``<joint>`` inside a
+    ``<transmission>`` counts too).
+    """
+    size = len(xml.encode('utf-8', 'surrogatepass'))
+    if size > limits.description_bytes:
+        raise DescriptionRefused(f'{size:,} bytes, more than description.max_bytes '
+                                 f'({limits.description_bytes:,})')
+    for pattern, what, limit in ((_LINK, 'links', limits.description_links),
+                                 (_JOINT, 'joints', limits.description_joints)):
+        count = sum(1 for _ in zip(range(limit + 1), pattern.finditer(xml)))
+        if count > limit:
+            raise DescriptionRefused(f'more than description.max_{what} ({limit:,}) {what}')
 
 
 def build_model(xml, *, strict):
@@ -39,3 +64,59 @@ def build_model(xml, *, strict):
         return RobotModel.from_urdf_string(xml, strict=strict)
     except DynamicsError as err:
         raise DescriptionRefused(str(err)) from None
+    except RecursionError:
+        raise DescriptionRefused('the tree is too deep to build') from None
+
+
+class DescriptionBuilder:
+    """Builds models on a thread of its own, one at a time; the newest description wins.
+
+    :meth:`submit` queues a description (replacing one queued and not started); when a build
+    ends and no newer description is waiting, its outcome is kept and ``notify()`` is called
+    (from the builder's thread): the node then :meth:`take` s it on its executor. An outcome
+    whose description was replaced meanwhile is thrown away.
+    """
+
+    def __init__(self, build, notify):
+        """``build(xml)`` returns a model or raises; ``notify()`` says an outcome is ready."""
+        self._build = build
+        self._notify = notify
+        self._lock = threading.Lock()
+        self._waiting = None          # (xml, source) not started yet
+        self._outcome = None          # (model or None, error or None, source)
+        self._busy = False
+
+    def submit(self, xml, source):
+        """Build ``xml`` (from ``source``, named in logs) after the build under way, if any."""
+        with self._lock:
+            self._waiting = (xml, source)
+            self._outcome = None
+            if self._busy:
+                return
+            self._busy = True
+        threading.Thread(target=self._run, name='description_builder', daemon=True).start()
+
+    def take(self):
+        """The latest outcome ``(model, error, source)`` once, else None."""
+        with self._lock:
+            outcome, self._outcome = self._outcome, None
+        return outcome
+
+    def _run(self):
+        while True:
+            with self._lock:
+                job, self._waiting = self._waiting, None
+                if job is None:
+                    self._busy = False
+                    return
+            xml, source = job
+            try:
+                outcome = (self._build(xml), None, source)
+            except Exception as err:          # refused, or anything else: reported, not raised
+                outcome = (None, err, source)
+            del xml, job
+            with self._lock:
+                if self._waiting is not None:
+                    continue                     # replaced meanwhile: thrown away
+                self._outcome = outcome
+            self._notify()

@@ -7,6 +7,10 @@ holds (wrenches, a trajectory), and returns messages; none needs a running node 
 node refills messages built once per model and settings (:func:`message_templates`), since
 publishing serialises a message and it can be reused at once.
 
+Frame ids in the messages carry the settings' ``frame_prefix`` (robot_state_publisher's). A
+pass whose numbers are not all finite (a description with huge origins, say) raises
+:class:`NonFiniteOutput` before any message is filled.
+
 Frames in names: ``root`` is the model's root link, ``base`` the settings' base frame, ``tip`` a
 tip frame. ``T_a_b`` (4, 4) is the pose of frame b in frame a, ``R_a_b`` its rotation;
 ``J_a_tip`` (6, nq) is the Jacobian of the tip's origin, rows ``[linear; angular]`` in frame
@@ -26,6 +30,17 @@ from . import markers
 from .conversions import pose_from_matrix, vector6_to_twist
 
 
+class NonFiniteOutput(ArithmeticError):
+    """An output pass gave NaN or Inf; nothing of it may be published."""
+
+
+def check_finite(what, *arrays):
+    """Raise :class:`NonFiniteOutput` naming ``what`` unless every array is finite."""
+    for a in arrays:
+        if not np.all(np.isfinite(a)):
+            raise NonFiniteOutput(f'{what} not finite')
+
+
 @dataclass(frozen=True)
 class OutputMessages:
     """Messages of the streaming path, built once per model and settings and refilled.
@@ -43,11 +58,12 @@ def message_templates(model, settings):
     ``settings`` filled in.
     """
     tips = {}
+    base_id = settings.frame_prefix + settings.base_frame
     for tip in settings.tips:
         pose, twist = PoseStamped(), TwistStamped()
-        pose.header.frame_id = twist.header.frame_id = settings.base_frame
+        pose.header.frame_id = twist.header.frame_id = base_id
         tips[tip] = (pose, twist, jacobian_message(np.zeros((6, model.nq)), model.joint_names,
-                                                   settings.base_frame))
+                                                   base_id))
     return OutputMessages(JointState(name=list(model.joint_names)),
                           float_array([0.0] * len(settings.command_index)), tips)
 
@@ -89,6 +105,7 @@ def holding_torques(model, state, settings, wrenches, jacobians_):
             R_root_frame = state.frame_pose(frame)[:3, :3]
             F_root = np.concatenate([R_root_frame @ F_frame[:3], R_root_frame @ F_frame[3:]])
             tau = tau + jacobians_.root(tip).T @ F_root
+    check_finite('torques', tau)
     return tau
 
 
@@ -108,9 +125,10 @@ def gravity_command(settings, tau, out=None):
     return out
 
 
-def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None):
-    """Pose, twist and Jacobian messages of every tip, in the base frame: a list of
-    ``(tip, pose, twist, jacobian)``, each None where its output is switched off.
+def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None, ready=None):
+    """Pose, twist and Jacobian messages of every tip (of those ``ready`` says, a bool per
+    tip, when given), in the base frame: a list of ``(tip, pose, twist, jacobian)``, each None
+    where its output is switched off.
     """
     on = settings.outputs
     base = settings.base_frame
@@ -119,7 +137,9 @@ def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None):
     T_base_root = inverse_transform(T_root_base)
     templates = templates if templates is not None else message_templates(model, settings)
     out = []
-    for tip in settings.tips:
+    for k, tip in enumerate(settings.tips):
+        if ready is not None and not ready[k]:
+            continue
         pose, twist, jac = templates.tips[tip]
         J_base_tip = None
         if on.jacobians or (on.twists and settings.base_fixed):
@@ -127,39 +147,49 @@ def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None):
             J_base_tip = np.vstack([R_root_base.T @ J_root_tip[:3],
                                     R_root_base.T @ J_root_tip[3:]])
         if on.poses:
+            T_base_tip = T_base_root @ state.frame_pose(tip)
+            check_finite(f'pose of {tip!r}', T_base_tip)
             pose.header.stamp = stamp
-            pose_from_matrix(T_base_root @ state.frame_pose(tip), pose.pose)
+            pose_from_matrix(T_base_tip, pose.pose)
         if on.twists:
             # A base fixed to the root: the twist is J qd; a moving base: relative motion.
             V_base_tip = J_base_tip @ qd if settings.base_fixed else np.concatenate(
                 kinematics.relative_twist(state, tip, base, base, base))
+            check_finite(f'twist of {tip!r}', V_base_tip)
             twist.header.stamp = stamp
             vector6_to_twist(V_base_tip, twist.twist)
         if on.jacobians:
+            check_finite(f'Jacobian of {tip!r}', J_base_tip)
             jac.data = J_base_tip.ravel().tolist()
         out.append((tip, pose if on.poses else None, twist if on.twists else None,
                     jac if on.jacobians else None))
     return out
 
 
-def markers_message(model, state, settings, tau, stamp, jacobians_):
-    """``markers``: center of mass, a manipulability ellipsoid per tip, the torques ``tau`` as
-    arrows along the joint axes; all in the base frame.
+def markers_message(model, state, settings, tau, stamp, jacobians_, ready=None):
+    """``markers``: center of mass, a manipulability ellipsoid per tip (of those ``ready``
+    says, when given), the torques ``tau`` as arrows along the joint axes; all in the base frame.
     """
     T_base_root = inverse_transform(state.frame_pose(settings.base_frame))
     R_base_root, p_base_root = T_base_root[:3, :3], T_base_root[:3, 3]
-    ellipsoids = []
-    for tip in settings.tips:
-        axes, lengths = markers.manipulability_ellipsoid(R_base_root @ jacobians_.root(tip)[:3])
+    ellipsoids, tips = [], []
+    for k, tip in enumerate(settings.tips):
+        if ready is not None and not ready[k]:
+            continue
+        J_base_tip = R_base_root @ jacobians_.root(tip)[:3]
+        check_finite(f'Jacobian of {tip!r}', J_base_tip)
+        axes, lengths = markers.manipulability_ellipsoid(J_base_tip)
         ellipsoids.append(((T_base_root @ state.frame_pose(tip))[:3, 3], axes, lengths))
+        tips.append(tip)
     z_root, origins_root = state.joint_axes_world
     independent = [model.moving_joint_names.index(n) for n in model.joint_names]
     com_base = R_base_root @ rnea.center_of_mass(model, state) + p_base_root \
         if model.total_mass > 0 else p_base_root
+    origins_base = origins_root[independent] @ R_base_root.T + p_base_root
+    check_finite('markers', com_base, origins_base)
     return markers.build(
-        settings.base_frame, stamp, com_base, settings.tips, ellipsoids,
-        origins_root[independent] @ R_base_root.T + p_base_root,
-        z_root[independent] @ R_base_root.T, tau, model.effort_limits)
+        settings.frame_prefix + settings.base_frame, stamp, com_base, tips, ellipsoids,
+        origins_base, z_root[independent] @ R_base_root.T, tau, model.effort_limits)
 
 
 def feedforward_command(model, settings, q, trajectory, index, t):
@@ -170,6 +200,7 @@ def feedforward_command(model, settings, q, trajectory, index, t):
     q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nq), np.zeros(model.nq)
     q_ff[index], qd_ff[index], qdd_ff[index] = trajectory.sample(t)
     tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff, friction=settings.friction)
+    check_finite('feedforward torques', tau)
     return float_array(tau[settings.command_index])
 
 
@@ -183,6 +214,7 @@ def feedforward_trajectory(model, settings, msg, trajectory, index, q):
     q_t[:, index], qd_t[:, index], qdd_t[:, index] = \
         trajectory.positions, trajectory.velocities, trajectory.accelerations
     tau = model.inverse_dynamics(q_t, qd_t, qdd_t, friction=settings.friction)
+    check_finite('feedforward torques of the trajectory', tau)
     out = JointTrajectory()
     out.header = msg.header
     out.joint_names = list(trajectory.joint_names)

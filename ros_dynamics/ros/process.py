@@ -1,5 +1,7 @@
-"""Running nodes as a process: each node on its own single-threaded executor thread, shut down
-in order on SIGINT or SIGTERM.
+"""Running nodes as a process: each node on its own executor thread (single-threaded unless the
+node asks for more with an ``executor_threads`` attribute), shut down in order on SIGINT or
+SIGTERM. The exit code tells the truth: 0 only after a signal, 1 when building the nodes failed
+or an executor stopped on an error.
 """
 import faulthandler
 import gc
@@ -9,13 +11,14 @@ import threading
 import traceback
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 
 def run_nodes(build, args=None):
-    """Init rclpy, spin every node ``build()`` returns until a signal; returns the exit code
-    (1 when building raised SystemExit, whose message is printed).
+    """Init rclpy, spin every node ``build()`` returns until a signal; returns the exit code:
+    0 after a signal, 1 when building raised (a SystemExit's message, or the error, printed on
+    one line) or when an executor thread ended on an error (its traceback printed).
 
     Shutdown is ordered: SIGINT/SIGTERM set an event the main thread waits on; it then stops
     the executors, joins their threads, destroys the nodes and only then shuts rclpy down
@@ -29,6 +32,7 @@ def run_nodes(build, args=None):
     # Let the streaming callbacks take the interpreter back quickly while an IK solve runs.
     sys.setswitchinterval(0.0005)
     nodes, executors, threads = [], [], []
+    failed = []
     code = 0
     try:
         nodes = list(build())
@@ -37,10 +41,11 @@ def run_nodes(build, args=None):
         gc.collect()
         gc.freeze()
         for node in nodes:
-            executor = SingleThreadedExecutor()
+            count = getattr(node, 'executor_threads', 1)
+            executor = MultiThreadedExecutor(count) if count > 1 else SingleThreadedExecutor()
             executor.add_node(node)
             executors.append(executor)
-            thread = threading.Thread(target=_spin, args=(executor, stop), daemon=True,
+            thread = threading.Thread(target=_spin, args=(executor, stop, failed), daemon=True,
                                       name=f'spin_{node.get_name()}')
             threads.append(thread)
             thread.start()
@@ -48,6 +53,10 @@ def run_nodes(build, args=None):
             pass
     except SystemExit as err:
         print(err, file=sys.stderr)
+        code = 1
+    except Exception as err:
+        print(f'ros_dynamics: could not start: {type(err).__name__}: {str(err)[:1000]}',
+              file=sys.stderr)
         code = 1
     finally:
         for executor in executors:
@@ -57,16 +66,23 @@ def run_nodes(build, args=None):
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
+    if failed:
+        print('ros_dynamics: an executor stopped on an error; exiting with code 1',
+              file=sys.stderr)
+        code = 1
     return code
 
 
-def _spin(executor, stop):
-    """Spin until shut down; an error ends the process (through ``stop``)."""
+def _spin(executor, stop, failed):
+    """Spin until shut down; an error ends the process (through ``stop``), marked in
+    ``failed`` so that the exit code says so.
+    """
     try:
         executor.spin()
     except ExternalShutdownException:
         pass
-    except Exception:
+    except BaseException:
+        failed.append(True)
         traceback.print_exc()
     finally:
         stop.set()

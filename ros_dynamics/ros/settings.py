@@ -1,14 +1,12 @@
-"""Parameters of the dynamics node: declared once, validated by one function, applied as one value.
+"""Settings of the dynamics node: every parameter value validated by one function into one value.
 
-:data:`PARAMETERS` lists every parameter with its default, description (unit included) and
-range. :func:`declare_parameters` declares them on a node, the range in each
-``ParameterDescriptor`` (``FloatingPointRange`` / ``IntegerRange`` for scalars, the constraints
-of arrays in ``additional_constraints``). :func:`validate` checks a full set of values -- the
-same function at start-up, when a robot description arrives and when a parameter changes -- and
-turns them into one immutable :class:`NodeSettings`: everything the streaming path and the
-services read, the engine's :class:`~ros_dynamics.engine.DynamicSettings` of the model included.
-The node swaps that value in with a single assignment, and its dynamic part into the model with
-another (``model.settings = settings.dynamics``).
+:func:`validate` checks a full set of parameter values (:data:`PARAMETERS`, declared by
+:mod:`~ros_dynamics.ros.parameters`) -- the same function at start-up, when a robot description
+arrives and when a parameter changes -- and turns them into one immutable :class:`NodeSettings`:
+everything the streaming path and the services read, the engine's
+:class:`~ros_dynamics.engine.DynamicSettings` of the model included. The node swaps that value in
+with a single assignment, and its dynamic part into the model with another
+(``model.settings = settings.dynamics``).
 
 Validation needs no running node: ``validate(values)`` checks what does not depend on a model,
 ``validate(values, model)`` also resolves frame and joint names and returns the settings.
@@ -17,105 +15,16 @@ from dataclasses import dataclass
 import math
 
 import numpy as np
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
 from ..engine import DynamicsError, DynamicSettings, Payload
+from ..engine.settings import LIMITS
+from .frame_names import topic_token
+from .parameters import MAX_GRAVITY, OUTPUTS, PARAMETERS, SPECS, SettingsError, check_range  # noqa: F401
 
-#: Output groups, each switched by a ``publish.<group>`` parameter.
-OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers')
-#: Largest gravity magnitude accepted [m/s^2] (about 100 g: beyond any robot on any planet).
-MAX_GRAVITY = 1000.0
 #: Relative tolerance of the positive semi-definiteness of a payload inertia.
 _PSD_TOLERANCE = 1e-9
-
-
-class SettingsError(ValueError):
-    """A parameter value the node cannot use; the message names the parameter."""
-
-    def __init__(self, parameter, problem):
-        super().__init__(f'parameter {parameter}: {problem}')
-        self.parameter = parameter
-
-
-@dataclass(frozen=True)
-class ParameterSpec:
-    """One parameter: name, default, description, unit, inclusive range of a scalar."""
-
-    name: str
-    default: object
-    description: str
-    unit: str = ''
-    range: tuple = None            # (lowest, highest), both allowed
-    read_only: bool = False
-    constraints: str = ''          # what an array must hold, in words
-
-    def descriptor(self):
-        """The ``ParameterDescriptor`` of this parameter (range included)."""
-        unit = f' [{self.unit}]' if self.unit else ''
-        d = ParameterDescriptor(description=self.description + unit, read_only=self.read_only,
-                                additional_constraints=self.constraints)
-        if self.range is not None and isinstance(self.default, float):
-            d.floating_point_range = [FloatingPointRange(
-                from_value=float(self.range[0]), to_value=float(self.range[1]), step=0.0)]
-        elif self.range is not None:
-            d.integer_range = [IntegerRange(
-                from_value=int(self.range[0]), to_value=int(self.range[1]), step=1)]
-        return d
-
-
-PARAMETERS = (
-    ParameterSpec('robot_description', '', 'URDF text of the robot (as robot_state_publisher '
-                  'takes it); empty: use urdf_file, else the robot_description topic',
-                  read_only=True),
-    ParameterSpec('urdf_file', '', 'Path of a URDF file, used when robot_description is empty',
-                  read_only=True),
-    ParameterSpec('base_frame', '', 'Frame poses, twists and Jacobians are expressed in; '
-                  'empty: the URDF root link'),
-    ParameterSpec('tip_frames', [''], 'Frames whose poses (and twists, Jacobians, wrenches) '
-                  'are handled; empty: the leaf links', constraints='frames of the model'),
-    ParameterSpec('command_joints', [''], 'Joint order of the Float64MultiArray effort '
-                  'commands (as the ForwardCommandController joints list); empty: the model '
-                  'order', constraints='joints of the model'),
-    ParameterSpec('gravity', [0.0, 0.0, -9.81], 'Gravity vector in the root frame', 'm/s^2',
-                  constraints=f'3 finite values, magnitude <= {MAX_GRAVITY:g} m/s^2'),
-    ParameterSpec('publish_rate', 0.0, 'Output rate; 0: on every joint state', 'Hz',
-                  (0.0, 10000.0), read_only=True),
-    *(ParameterSpec(f'publish.{output}', True, f'Publish the {output} outputs')
-      for output in OUTPUTS),
-    ParameterSpec('markers_rate', 10.0, 'Highest rate of the rviz markers', 'Hz',
-                  (0.1, 1000.0)),
-    ParameterSpec('friction', False, 'Add URDF <dynamics> viscous damping and Coulomb friction '
-                  'to the feedforward torques'),
-    ParameterSpec('rotor_inertia.joints', [''], 'Joints with rotor (armature) inertia',
-                  constraints='joints of the model, one per value'),
-    ParameterSpec('rotor_inertia.values', [0.0], 'Rotor inertia of those joints, motor side '
-                  'when gear_ratios are given', 'kg m^2',
-                  constraints='finite values >= 0, one per joint'),
-    ParameterSpec('rotor_inertia.gear_ratios', [0.0], 'Gear ratios N of those joints (reflected '
-                  'inertia J_m N^2); [0.0]: the values are already reflected',
-                  constraints='[0.0], or finite non-zero values, one per joint'),
-    ParameterSpec('payload.frame', '', 'Frame the payload is fixed to; empty: no payload'),
-    ParameterSpec('payload.mass', 0.0, 'Payload mass; 0: no payload', 'kg', (0.0, 10000.0)),
-    ParameterSpec('payload.com', [0.0, 0.0, 0.0], 'Payload center of mass in its frame', 'm',
-                  constraints='3 finite values'),
-    ParameterSpec('payload.inertia', [0.0] * 6, 'Payload inertia about its center of mass, '
-                  'ixx ixy ixz iyy iyz izz', 'kg m^2',
-                  constraints='6 finite values of a positive semi-definite matrix'),
-    ParameterSpec('strict_inertia', False, 'Refuse descriptions with physically impossible '
-                  'inertials instead of warning', read_only=True),
-    ParameterSpec('ik.tip_frame', '', 'Default tip frame of ~/solve_ik; empty: the first tip '
-                  'frame', constraints='a frame of the model'),
-    ParameterSpec('ik.position_tolerance', 1e-5, 'Default position tolerance of ~/solve_ik',
-                  'm', (1e-9, 1.0)),
-    ParameterSpec('ik.orientation_tolerance', 1e-5, 'Default orientation tolerance of '
-                  '~/solve_ik', 'rad', (1e-9, math.pi)),
-    ParameterSpec('ik.timeout', 0.05, 'Default time budget of ~/solve_ik', 's', (1e-4, 10.0)),
-    ParameterSpec('ik.seed_samples', 20000, 'Configurations sampled once per IK tip frame to '
-                  'start solves near their targets (the default tip at startup, others after '
-                  'their first request); 0: random starts only', range=(0, 1_000_000),
-                  read_only=True),
-)
-SPECS = {spec.name: spec for spec in PARAMETERS}
+#: Names listed in one error message before "and N more".
+_LISTED = 20
 
 
 @dataclass(frozen=True)
@@ -132,8 +41,9 @@ class OutputSwitches:
 
 @dataclass(frozen=True)
 class IKSettings:
-    """Defaults of the ``~/solve_ik`` service: tip frame, tolerances [m] and [rad], time budget
-    [s], and the configurations sampled per tip for its seed table (0: none).
+    """Defaults and bounds of the ``~/solve_ik`` service: tip frame, tolerances [m] and [rad],
+    time budget and the longest one a request may ask for [s], the joints it may move (None:
+    all that move the tip), and the configurations sampled per tip for its seed table (0: none).
     """
 
     tip_frame: str
@@ -141,6 +51,21 @@ class IKSettings:
     orientation_tolerance: float = 1e-5
     timeout: float = 0.05
     seed_samples: int = 20000
+    max_timeout: float = 1.0
+    active_joints: tuple = None
+    max_position_tolerance: float = SPECS['ik.position_tolerance'].range[1]
+    max_orientation_tolerance: float = SPECS['ik.orientation_tolerance'].range[1]
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Bounds of the inputs that need no model: descriptions and trajectories."""
+
+    description_bytes: int = SPECS['description.max_bytes'].default
+    description_links: int = SPECS['description.max_links'].default
+    description_joints: int = SPECS['description.max_joints'].default
+    trajectory_points: int = SPECS['trajectory.max_points'].default
+    trajectory_joints: int = SPECS['trajectory.max_joints'].default
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,44 +73,29 @@ class NodeSettings:
     """Everything the node reads of its parameters, validated against one model."""
 
     tips: tuple                # tip frames
+    tip_tokens: tuple          # their topic tokens (poses/<token>, ...), distinct
+    tip_joints: tuple          # per tip, the joints (nq,) bool its outputs depend on
     base_frame: str            # frame poses, twists and Jacobians are expressed in
     base_fixed: bool           # True when the base frame is fixed to the root link
+    frame_prefix: str          # robot_state_publisher's frame_prefix
     command_joints: tuple      # joint order of the effort commands
     command_index: np.ndarray  # their indices in q (int, read-only)
     outputs: OutputSwitches
     friction: bool
     markers_rate: float        # [Hz]
+    require_all_joints: bool   # publish nothing before every joint was heard of
+    initial_q: np.ndarray      # (nq,) positions of joints never heard of (read-only)
+    quiet_period: float        # [s] without problems before WARN returns to OK
+    limits: InputLimits
     dynamics: DynamicSettings  # the engine's settings of the model: gravity, rotor inertia, payload
     ik: IKSettings
 
 
-def declare_parameters(node):
-    """Declare :data:`PARAMETERS` on ``node``; returns their values (name -> value).
-
-    A start-up value outside its range is reported by the check :func:`validate` makes
-    (raises :class:`SettingsError`), not by rclpy's generic refusal.
-    """
-    from rclpy.exceptions import InvalidParameterValueException, ParameterException
-    values = {}
-    for spec in PARAMETERS:
-        try:
-            values[spec.name] = node.declare_parameter(
-                spec.name, spec.default, spec.descriptor()).value
-        except InvalidParameterValueException as err:
-            # Declared without its range only to read the refused value and say what is wrong.
-            value = node.declare_parameter(spec.name, spec.default).value
-            _check_range(spec, value)
-            raise SettingsError(spec.name, _rclpy_reason(err, spec)) from None
-        except ParameterException as err:             # a value of the wrong type
-            raise SettingsError(spec.name, _rclpy_reason(err, spec)) from None
-    return values
-
-
-def parameter_values(node, changed=None):
-    """Values of every parameter of ``node`` (name -> value), ``changed`` ones replaced."""
-    values = {spec.name: node.get_parameter(spec.name).value for spec in PARAMETERS}
-    values.update(changed or {})
-    return values
+def input_limits(values):
+    """:class:`InputLimits` of a full set of parameter values."""
+    return InputLimits(*(int(values[name]) for name in (
+        'description.max_bytes', 'description.max_links', 'description.max_joints',
+        'trajectory.max_points', 'trajectory.max_joints')))
 
 
 def validate(values, model=None):
@@ -197,19 +107,27 @@ def validate(values, model=None):
     """
     for spec in PARAMETERS:
         if spec.range is not None:
-            _check_range(spec, values[spec.name])
+            check_range(spec, values[spec.name])
+    if values['ik.timeout'] > values['ik.max_timeout']:
+        raise SettingsError('ik.timeout', f'expected at most ik.max_timeout '
+                                          f'({values["ik.max_timeout"]:g} s), got '
+                                          f'{values["ik.timeout"]:g} s')
     gravity = _gravity(values['gravity'])
     rotor = _rotor_lists(values)
     payload = _payload(values)
+    initial = _pairs(values, 'initial_positions')
     if model is None:
         return None
     tips = tuple(_known_frames(model, 'tip_frames', _names(values['tip_frames']))
                  or model.leaf_frames)
+    _tip_count(tips, values)
+    tokens = _tokens(tips)
     base = values['base_frame'] or model.root_link
     _known_frames(model, 'base_frame', [base])
     _known_frames(model, 'ik.tip_frame', _names([values['ik.tip_frame']]))
     command = tuple(_known_joints(model, 'command_joints', _names(values['command_joints']))
                     or model.joint_names)
+    active = tuple(_known_joints(model, 'ik.active_joints', _names(values['ik.active_joints'])))
     if payload is not None and payload.mass != 0:
         _known_frames(model, 'payload.frame', [payload.frame])
     else:
@@ -223,41 +141,98 @@ def validate(values, model=None):
         tip_frame=values['ik.tip_frame'] or (tips[0] if tips else ''),
         position_tolerance=float(values['ik.position_tolerance']),
         orientation_tolerance=float(values['ik.orientation_tolerance']),
-        timeout=float(values['ik.timeout']), seed_samples=int(values['ik.seed_samples']))
+        timeout=float(values['ik.timeout']), seed_samples=int(values['ik.seed_samples']),
+        max_timeout=float(values['ik.max_timeout']), active_joints=active or None)
+    base_joints = joints_moving(model, base)
     return NodeSettings(
-        tips=tips, base_frame=base,
-        base_fixed=bool(model.frame_body[model.frame_index(base)] == 0),
+        tips=tips, tip_tokens=tokens,
+        tip_joints=tuple(_read_only(joints_moving(model, tip) | base_joints) for tip in tips),
+        base_frame=base, base_fixed=bool(model.frame_body[model.frame_index(base)] == 0),
+        frame_prefix=values['frame_prefix'],
         command_joints=command,
         command_index=_read_only(np.array([model.joint_index(j) for j in command], dtype=int)),
         outputs=OutputSwitches(**{o: bool(values[f'publish.{o}']) for o in OUTPUTS}),
         friction=bool(values['friction']), markers_rate=float(values['markers_rate']),
-        dynamics=dynamics, ik=ik)
+        require_all_joints=bool(values['require_all_joints']),
+        initial_q=_initial_q(model, initial),
+        quiet_period=float(values['diagnostics.quiet_period']),
+        limits=input_limits(values), dynamics=dynamics, ik=ik)
+
+
+def joints_moving(model, frame):
+    """(nq,) bool: the joints (independent, so mimic leaders) that move ``frame``."""
+    body = model.frame_body[model.frame_index(frame)]
+    moving = model.joint_moves_body[body] != 0                    # (n_moving,)
+    return np.any(model.mimic_matrix[moving] != 0, axis=0)        # (nq,)
 
 
 # --- checks -------------------------------------------------------------------------------------
 
-def _rclpy_reason(err, spec):
-    return str(err).removesuffix(f': {spec.name}')
-
-
-def _check_range(spec, value):
-    low, high = spec.range
-    if not (isinstance(value, (int, float)) and low <= value <= high):
-        unit = f' {spec.unit}' if spec.unit else ''
-        raise SettingsError(spec.name, f'expected a value in [{_number(low)}, {_number(high)}]'
-                                       f'{unit}, got {value!r}')
-
-
-def _number(x):
-    return f'{x:,}' if isinstance(x, int) else f'{x:g}'
-
-
-def _finite(name, value, count):
-    """``value`` as a read-only float array of ``count`` finite numbers."""
+def _finite(name, value, count, limit=math.inf):
+    """``value`` as a read-only float array of ``count`` finite numbers of magnitude <= limit."""
     a = np.array(value, dtype=float).ravel()
-    if a.size != count or not np.all(np.isfinite(a)):
-        raise SettingsError(name, f'expected {count} finite values, got {list(value)}')
+    if a.size != count or not np.all(np.abs(a) <= limit):
+        bound = '' if limit == math.inf else f' of magnitude <= {limit:g}'
+        raise SettingsError(name, f'expected {count} finite values{bound}, got '
+                                  f'{_listed(list(value))}')
     return _read_only(a)
+
+
+def _listed(items):
+    """``items`` written out, at most :data:`_LISTED` of them."""
+    items = list(items)
+    if len(items) <= _LISTED:
+        return str(items)
+    return f'{items[:_LISTED]} and {len(items) - _LISTED} more'
+
+
+def _tip_count(tips, values):
+    limit = values['max_tip_frames']
+    if len(tips) > limit:
+        which = 'tip_frames' if _names(values['tip_frames']) else 'tip_frames (empty: the leaves)'
+        raise SettingsError(which, f'{len(tips)} tip frames, more than max_tip_frames '
+                                   f'({limit}); name the tips wanted in tip_frames')
+
+
+def _tokens(tips):
+    """Topic tokens of the tips, refused if two coincide (a 64-bit hash collision)."""
+    tokens = tuple(topic_token(t) for t in tips)
+    if len(set(tokens)) != len(tokens):
+        seen = {}
+        for tip, token in zip(tips, tokens):
+            if token in seen:
+                raise SettingsError('tip_frames', f'frames {seen[token]!r} and {tip!r} map to '
+                                                  f'the same topic name {token!r}')
+            seen[token] = tip
+    return tokens
+
+
+def _pairs(values, prefix):
+    """Joints and values of a ``<prefix>.joints`` / ``<prefix>.values`` pair, checked."""
+    joints = _names(values[f'{prefix}.joints'])
+    numbers = list(values[f'{prefix}.values'])
+    if joints and len(numbers) != len(joints):
+        raise SettingsError(f'{prefix}.values', f'expected one value per joint of '
+                                                f'{prefix}.joints ({len(joints)}), got '
+                                                f'{len(numbers)}')
+    if len(set(joints)) != len(joints):
+        raise SettingsError(f'{prefix}.joints', 'a joint is named twice')
+    return joints, _finite(f'{prefix}.values', numbers, len(numbers), 1e100)[:len(joints)]
+
+
+def _initial_q(model, pairs):
+    """Positions (nq,) of joints never heard of: the initial positions given, else 0 clamped
+    into the limits; a given one outside its limits is refused.
+    """
+    q = np.clip(np.zeros(model.nq), model.lower_limits, model.upper_limits)
+    joints, positions = pairs
+    for joint, x in zip(_known_joints(model, 'initial_positions.joints', joints), positions):
+        i = model.joint_index(joint)
+        if not model.lower_limits[i] <= x <= model.upper_limits[i]:
+            raise SettingsError('initial_positions.values', f'{joint}: {x:g} is outside its '
+                                f'limits [{model.lower_limits[i]:g}, {model.upper_limits[i]:g}]')
+        q[i] = x
+    return _read_only(q)
 
 
 def _gravity(value):
@@ -274,13 +249,14 @@ def _rotor_lists(values):
     joints = _names(values['rotor_inertia.joints'])
     inertias = list(values['rotor_inertia.values'])
     ratios = list(values['rotor_inertia.gear_ratios'])
-    if not all(math.isfinite(v) and v >= 0 for v in inertias):
-        raise SettingsError('rotor_inertia.values', f'expected finite values >= 0, got '
-                                                    f'{inertias}')
+    if not all(0 <= v <= LIMITS['rotor_inertia'] for v in inertias):
+        raise SettingsError('rotor_inertia.values', f'expected values in [0, '
+                                                    f'{LIMITS["rotor_inertia"]:g}], got '
+                                                    f'{_listed(inertias)}')
     ratios = None if ratios == [0.0] else ratios
     if ratios is not None and not all(math.isfinite(n) and n != 0 for n in ratios):
         raise SettingsError('rotor_inertia.gear_ratios', f'expected [0.0] or finite non-zero '
-                                                         f'values, got {ratios}')
+                                                         f'values, got {_listed(ratios)}')
     if joints:
         for name, got in (('rotor_inertia.values', inertias),
                           ('rotor_inertia.gear_ratios', ratios)):
@@ -291,9 +267,9 @@ def _rotor_lists(values):
     # Products, not powers: a float product overflows to Inf, a power raises.
     reflected = [v * (1.0 if ratios is None else ratios[k] * ratios[k])
                  for k, v in enumerate(inertias[:len(joints)])]
-    if not all(math.isfinite(v) for v in reflected):
-        raise SettingsError('rotor_inertia.gear_ratios', 'reflected inertia J_m N^2 is not '
-                                                         'finite')
+    if not all(v <= LIMITS['rotor_inertia'] for v in reflected):
+        raise SettingsError('rotor_inertia.gear_ratios', f'reflected inertia J_m N^2 above '
+                                                         f'{LIMITS["rotor_inertia"]:g}')
     return joints, reflected
 
 
@@ -308,8 +284,8 @@ def _rotor_inertia(model, joints, reflected):
 def _payload(values):
     """The payload parameters checked (whatever the frame), or None without a frame."""
     mass = values['payload.mass']
-    com = _finite('payload.com', values['payload.com'], 3)
-    i = _finite('payload.inertia', values['payload.inertia'], 6)
+    com = _finite('payload.com', values['payload.com'], 3, LIMITS['com'])
+    i = _finite('payload.inertia', values['payload.inertia'], 6, LIMITS['inertia'])
     inertia = _read_only(np.array([[i[0], i[1], i[2]], [i[1], i[3], i[4]], [i[2], i[4], i[5]]]))
     eigenvalues = np.linalg.eigvalsh(inertia)
     if eigenvalues[0] < -_PSD_TOLERANCE * max(1.0, float(np.max(np.abs(inertia)))):
@@ -327,14 +303,16 @@ def _names(values):
 def _known_frames(model, parameter, frames):
     bad = [f for f in frames if f not in model.frame_names]
     if bad:
-        raise SettingsError(parameter, f'unknown frames {bad}; valid: {list(model.frame_names)}')
+        raise SettingsError(parameter, f'unknown frames {_listed(bad)}; valid: '
+                                          f'{_listed(model.frame_names)}')
     return frames
 
 
 def _known_joints(model, parameter, joints):
     bad = [j for j in joints if j not in model.joint_names]
     if bad:
-        raise SettingsError(parameter, f'unknown joints {bad}; valid: {list(model.joint_names)}')
+        raise SettingsError(parameter, f'unknown joints {_listed(bad)}; valid: '
+                                          f'{_listed(model.joint_names)}')
     return joints
 
 

@@ -5,11 +5,16 @@ velocities and accelerations (k, n) of its joints. Where the message leaves velo
 accelerations out, they come from the spline joint_trajectory_controller interpolates with:
 positions only -> linear segments (velocity = the slope of the segment a point starts, zero
 acceleration); positions and velocities -> cubic Hermite segments; all three -> quintic segments.
+
+Every number is checked before any arithmetic (finite, of magnitude at most the engine's
+:data:`~ros_dynamics.engine.kinematics.MAX_JOINT_VALUE`), and so are the velocities and
+accelerations the spline gives (two points 1 ns apart can make them overflow).
 """
 from dataclasses import dataclass
-import math
 
 import numpy as np
+
+from ..engine.kinematics import MAX_JOINT_VALUE
 
 
 class InvalidTrajectory(ValueError):
@@ -48,20 +53,29 @@ class Trajectory:
         return _segment(self, k, t - times[k])
 
 
-def from_message(msg, known_joints):
+def from_message(msg, known_joints, max_points=100_000, max_joints=10_000):
     """Validate a trajectory_msgs/JointTrajectory and build a :class:`Trajectory`.
 
-    Raises :class:`InvalidTrajectory` naming the fault: no joint names, duplicate or unknown
-    joints, no points, arrays of the wrong length, time_from_start not increasing, NaN/Inf.
+    Raises :class:`InvalidTrajectory` naming the fault: no joint names, more than
+    ``max_joints`` or ``max_points``, duplicate or unknown joints, no points, arrays of the
+    wrong length, time_from_start not increasing, NaN/Inf or huge values, given or derived.
     """
     names = list(msg.joint_names)
     if not names:
         raise InvalidTrajectory('no joint names')
+    if len(names) > max_joints:
+        raise InvalidTrajectory(f'{len(names)} joints, more than trajectory.max_joints '
+                                f'({max_joints})')
+    if len(msg.points) > max_points:
+        raise InvalidTrajectory(f'{len(msg.points)} points, more than trajectory.max_points '
+                                f'({max_points})')
     if len(set(names)) != len(names):
-        raise InvalidTrajectory(f'duplicate joint names in {names}')
-    unknown = [j for j in names if j not in known_joints]
+        raise InvalidTrajectory(f'duplicate joint names in {names[:20]}')
+    known = set(known_joints)
+    unknown = [j for j in names if j not in known]
     if unknown:
-        raise InvalidTrajectory(f'unknown joints {unknown}; the model has {list(known_joints)}')
+        raise InvalidTrajectory(f'unknown joints {unknown[:20]}; the model has '
+                                f'{list(known_joints)[:20]}')
     points = list(msg.points)
     if not points:
         raise InvalidTrajectory('no points')
@@ -75,8 +89,9 @@ def from_message(msg, known_joints):
                                       ('accelerations', p.accelerations, has_acc)):
             if (needed or len(values)) and len(values) != n:
                 raise InvalidTrajectory(f'point {i}: {len(values)} {field} for {n} joints')
-            if not all(math.isfinite(v) for v in values):
-                raise InvalidTrajectory(f'point {i}: {field} hold NaN or Inf')
+            if not all(abs(v) <= MAX_JOINT_VALUE for v in values):
+                raise InvalidTrajectory(f'point {i}: {field} hold NaN, Inf or values beyond '
+                                        f'{MAX_JOINT_VALUE:g}')
         times.append(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9)
         pos.append(list(p.positions))
         vel.append(list(p.velocities) if has_vel else [0.0] * n)
@@ -88,6 +103,23 @@ def from_message(msg, known_joints):
                                 f'{times[bad]:.6g} s follows {times[bad - 1]:.6g} s')
     pos, vel, acc = np.array(pos), np.array(vel), np.array(acc)
     order = 5 if has_acc else 3 if has_vel else 1
+    with np.errstate(all='ignore'):               # overflow is checked on the results
+        traj = _derive(names, times, pos, vel, acc, order)
+    for field, values in (('velocities', traj.velocities),
+                          ('accelerations', traj.accelerations)):
+        bad = ~(np.abs(values) <= MAX_JOINT_VALUE)
+        if bad.any():
+            point = int(np.argmax(bad.any(axis=1)))
+            raise InvalidTrajectory(f'point {point}: the spline\'s {field} are NaN, Inf or '
+                                    f'beyond {MAX_JOINT_VALUE:g} (points too close in time?)')
+    return traj
+
+
+def _derive(names, times, pos, vel, acc, order):
+    """The :class:`Trajectory`, with the velocities and accelerations the spline gives where
+    the message left them out.
+    """
+    n = len(names)
     traj = Trajectory(tuple(names), times, pos, vel, acc, order)
     if order == 1:
         slopes = np.diff(pos, axis=0) / np.diff(times)[:, None] if len(times) > 1 \

@@ -1,0 +1,107 @@
+"""Publishing the outputs of the dynamics node: one kinematics pass per joint state, every
+output read from it (:mod:`~ros_dynamics.ros.outputs`), published only when all its numbers are
+finite; the rviz markers drawn at most at ``markers_rate`` and cleared (DELETEALL) when what they
+show changes.
+"""
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+from visualization_msgs.msg import MarkerArray
+
+from . import markers, outputs
+from .outputs import NonFiniteOutput
+from .tip_topics import TipTopics
+
+#: History depth of the output topics.
+DEPTH = 10
+
+
+class OutputPublisher:
+    """The output topics of one node and what the markers last showed."""
+
+    def __init__(self, node, diagnostics, log, on_wrench):
+        """``on_wrench(tip, msg)`` is called with each wrench received for a tip."""
+        self._node = node
+        self._diagnostics = diagnostics
+        self._log = log
+        options = QoSOverridingOptions.with_default_policies()
+
+        def publisher(kind, topic):
+            return node.create_publisher(kind, topic, DEPTH, qos_overriding_options=options)
+
+        self._gravity = publisher(JointState, 'gravity_torques')
+        self._command = publisher(Float64MultiArray, 'gravity_command')
+        self._ff = publisher(Float64MultiArray, 'feedforward_command')
+        self.ff_trajectory = publisher(JointTrajectory, 'feedforward_trajectory')
+        self._markers = publisher(MarkerArray, 'markers')
+        self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', DEPTH)
+        self.tips = TipTopics(node, on_wrench)
+        self._last_markers = 0.0
+        self._shown = None            # (model, tips, frame id) the markers last drawn show
+
+    def serve(self, model, settings):
+        """Topics for ``settings``' tips; the markers cleared when what they show changes."""
+        self.tips.update(settings.tips, settings.tip_tokens)
+        frame_id = settings.frame_prefix + settings.base_frame
+        showing = (model, settings.tips, frame_id) if settings.outputs.markers else None
+        shown = self._shown
+        if shown is not None and (showing is None or shown[0] is not showing[0]
+                                  or shown[1:] != showing[1:]):
+            self._markers.publish(markers.delete_all(shown[2],
+                                                     self._node.get_clock().now().to_msg()))
+            self._shown = None
+            self._last_markers = 0.0
+
+    def publish(self, serving, q, qd, stamp, ready, wrenches, feedforward):
+        """Compute and publish every output of one joint state (positions ``q``, velocities
+        ``qd`` (nq,)); ``ready``: per tip, whether the joints it depends on are known (None:
+        all); ``feedforward(model, settings, q)``: the feedforward command of the trajectory
+        playing, or None. Nothing of a pass whose numbers are not
+        finite is published (counted, warned).
+        """
+        started = time.perf_counter()
+        model, current, messages = serving.model, serving.settings, serving.messages
+        on = current.outputs
+        state = outputs.kinematics_pass(model, current, q, qd)
+        jacobians = outputs.TipJacobians(state)
+        try:
+            tau = outputs.holding_torques(model, state, current, wrenches, jacobians)
+            tips = outputs.tip_messages(model, state, current, qd, stamp, jacobians, messages,
+                                        ready)
+        except NonFiniteOutput as err:
+            self._not_finite(err)
+            return
+        if on.gravity:
+            self._gravity.publish(outputs.gravity_joint_state(model, tau, stamp,
+                                                              messages.gravity))
+            self._command.publish(outputs.gravity_command(current, tau, messages.command))
+        for tip, *tip_messages in tips:
+            for publisher, msg in zip(self.tips.publishers(tip), tip_messages):
+                if msg is not None:
+                    publisher.publish(msg)
+        try:
+            command = feedforward(model, current, q) if on.feedforward else None
+            if command is not None:
+                self._ff.publish(command)
+            if on.markers and self._markers_due(current.markers_rate):
+                self._markers.publish(outputs.markers_message(model, state, current, tau, stamp,
+                                                              jacobians, ready))
+                self._shown = (model, current.tips, current.frame_prefix + current.base_frame)
+        except NonFiniteOutput as err:
+            self._not_finite(err)
+        self._diagnostics.published(time.perf_counter() - started)
+
+    def _not_finite(self, err):
+        self._diagnostics.count('outputs_not_finite')
+        self._log.warning(f'outputs not published: {err} (huge joint values or description?)')
+
+    def _markers_due(self, rate):
+        now = time.monotonic()
+        if now - self._last_markers < 1.0 / rate:
+            return False
+        self._last_markers = now
+        return True

@@ -1,0 +1,59 @@
+"""The per-tip topics of the dynamics node: ``poses/<tip>``, ``twists/<tip>``,
+``jacobians/<tip>`` published, ``wrenches/<tip>`` subscribed; ``<tip>`` is the tip frame's
+:func:`~ros_dynamics.ros.frame_names.topic_token`.
+
+:class:`TipTopics` keeps exactly the topics of the tips served: :meth:`TipTopics.update` creates
+those of new tips and destroys those of tips no longer served.
+"""
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.qos_overriding_options import QoSOverridingOptions
+from std_msgs.msg import Float64MultiArray
+
+#: History depth of the per-tip topics.
+DEPTH = 10
+
+
+class TipTopics:
+    """Publishers and the wrench subscription of each tip served, by tip frame."""
+
+    def __init__(self, node, on_wrench):
+        """``on_wrench(tip, msg)`` is called with each wrench received for a tip."""
+        self._node = node
+        self._on_wrench = on_wrench
+        self._topics = {}          # tip -> (token, (pose, twist, Jacobian publishers), wrench sub)
+
+    def update(self, tips, tokens):
+        """Serve the topics of ``tips`` (named by ``tokens``), and only those."""
+        wanted = dict(zip(tips, tokens))
+        for tip in [t for t, entry in self._topics.items() if wanted.get(t) != entry[0]]:
+            self._destroy(tip)
+        node = self._node
+        for tip, token in wanted.items():
+            if tip in self._topics:
+                continue
+            options = QoSOverridingOptions.with_default_policies()
+            publishers = (
+                node.create_publisher(PoseStamped, f'poses/{token}', DEPTH,
+                                      qos_overriding_options=options),
+                node.create_publisher(TwistStamped, f'twists/{token}', DEPTH,
+                                      qos_overriding_options=options),
+                node.create_publisher(Float64MultiArray, f'jacobians/{token}', DEPTH,
+                                      qos_overriding_options=options))
+            subscription = node.create_subscription(
+                WrenchStamped, f'wrenches/{token}',
+                lambda msg, tip=tip: self._on_wrench(tip, msg), DEPTH,
+                qos_overriding_options=options)
+            self._topics[tip] = (token, publishers, subscription)
+
+    def publishers(self, tip):
+        """The (pose, twist, Jacobian) publishers of ``tip``."""
+        return self._topics[tip][1]
+
+    def _destroy(self, tip):
+        _, publishers, subscription = self._topics.pop(tip)
+        for publisher in publishers:
+            self._node.destroy_publisher(publisher)
+        self._node.destroy_subscription(subscription)
+
+    def __len__(self):
+        return len(self._topics)

@@ -1,0 +1,61 @@
+"""The trajectory the dynamics node plays: received on ``joint_trajectory``, validated, its
+``feedforward_trajectory`` published at once, then sampled for ``feedforward_command`` until its
+last point (or until the model it was made for is replaced).
+"""
+import numpy as np
+from rclpy.time import Time
+
+from . import outputs
+from .memory import HUGE_INPUT
+from .trajectory_feedforward import InvalidTrajectory, from_message
+
+
+class TrajectoryPlayer:
+    """At most one trajectory playing, replaced whole (safe to read from the streaming path)."""
+
+    def __init__(self, clock, publisher, diagnostics, log):
+        self._clock = clock
+        self._publisher = publisher
+        self._diagnostics = diagnostics
+        self._log = log
+        self._playing = None         # (model, Trajectory, start Time, index in q of its joints)
+
+    def stop(self):
+        """Play nothing (the model was replaced)."""
+        self._playing = None
+
+    def receive(self, serving, msg):
+        """Validate ``msg`` against what is being served, publish its feedforward trajectory
+        and play it; a bad one is rejected (counted, warned). Returns True for a huge message.
+        """
+        model, current = serving.model, serving.settings
+        try:
+            trajectory = from_message(msg, model.joint_names, current.limits.trajectory_points,
+                                      current.limits.trajectory_joints)
+            index = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
+            q = serving.merger.q.copy() if serving.merger.heard_any \
+                else model.middle_configuration()
+            planned = outputs.feedforward_trajectory(model, current, msg, trajectory, index, q)
+        except (InvalidTrajectory, outputs.NonFiniteOutput) as err:
+            self._diagnostics.count('trajectories_rejected')
+            self._log.warning(f'rejected a trajectory: {err}')
+            return len(msg.points) > HUGE_INPUT
+        self._publisher.publish(planned)
+        stamp = Time.from_msg(msg.header.stamp)
+        start = stamp if stamp.nanoseconds > 0 else self._clock.now()
+        self._playing = (model, trajectory, start, index)
+        self._diagnostics.count('trajectories')
+        return len(msg.points) > HUGE_INPUT
+
+    def feedforward(self, model, current, q):
+        """The feedforward command of the trajectory playing now, or None."""
+        playing = self._playing
+        if playing is None or playing[0] is not model:
+            return None
+        _, trajectory, start, index = playing
+        t = (self._clock.now() - start).nanoseconds * 1e-9
+        if t > trajectory.duration:
+            if self._playing is playing:
+                self._playing = None
+            return None
+        return outputs.feedforward_command(model, current, q, trajectory, index, t)
