@@ -182,14 +182,15 @@ def markers_message(model, state, settings, tau, stamp, jacobians_, ready=None):
         ellipsoids.append(((T_base_root @ state.frame_pose(tip))[:3, 3], axes, lengths))
         tips.append(tip)
     z_root, origins_root = state.joint_axes_world
-    independent = [model.moving_joint_names.index(n) for n in model.joint_names]
+    actuated = [model.moving_index[n] for n in model.actuated_joint_names]
     com_base = R_base_root @ rnea.center_of_mass(model, state) + p_base_root \
         if model.total_mass > 0 else p_base_root
-    origins_base = origins_root[independent] @ R_base_root.T + p_base_root
+    origins_base = origins_root[actuated] @ R_base_root.T + p_base_root
     check_finite('markers', com_base, origins_base)
+    v = model.actuated_v_index
     return markers.build(
         settings.frame_prefix + settings.base_frame, stamp, com_base, tips, ellipsoids,
-        origins_base, z_root[independent] @ R_base_root.T, tau, model.effort_limits)
+        origins_base, z_root[actuated] @ R_base_root.T, tau[v], model.effort_limits[v])
 
 
 def feedforward_command(model, settings, q, trajectory, index, t):

@@ -160,10 +160,11 @@ def validate(values, model=None):
 
 
 def joints_moving(model, frame):
-    """(nq,) bool: the joints (independent, so mimic leaders) that move ``frame``."""
-    body = model.frame_body[model.frame_index(frame)]
-    moving = model.joint_moves_body[body] != 0                    # (n_moving,)
-    return np.any(model.mimic_matrix[moving] != 0, axis=0)        # (nq,)
+    """(nv,) bool: the velocity coordinates (independent joints, so mimic leaders) that move
+    ``frame``.
+    """
+    dofs = np.flatnonzero(model.dof_mask(model.frame_body[model.frame_index(frame)]))
+    return np.any(model.rate_matrix(dofs) != 0, axis=0)
 
 
 # --- checks -------------------------------------------------------------------------------------
