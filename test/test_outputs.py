@@ -34,12 +34,12 @@ def pose_in(base, tip, q):
 def test_gravity_torques_with_a_held_wrench_and_the_command_order():
     settings, state, J = one_pass(command_joints=['elbow_joint', 'shoulder_pan_joint'])
     F_tool = np.array([1.0, -2.0, 3.0, 0.1, 0.2, -0.3])
-    R_root_tool = MODEL.frame_pose(Q, 'tool0')[:3, :3]
-    F_root = np.concatenate([R_root_tool @ F_tool[:3], R_root_tool @ F_tool[3:]])
+    R_world_tool = MODEL.frame_pose(Q, 'tool0')[:3, :3]
+    F_world = np.concatenate([R_world_tool @ F_tool[:3], R_world_tool @ F_tool[3:]])
     wrenches = {'tool0': ('tool0', F_tool), 'not_a_tip': ('tool0', 10 * F_tool)}
     tau = outputs.holding_torques(MODEL, state, settings, wrenches, J)
     np.testing.assert_allclose(tau, MODEL.gravity_torques(Q) + MODEL.jacobian(Q, 'tool0').T
-                               @ F_root, atol=1e-12)
+                               @ F_world, atol=1e-12)
     msg = outputs.gravity_joint_state(MODEL, tau, STAMP)
     assert list(msg.name) == list(MODEL.joint_names) and msg.header.stamp == STAMP
     np.testing.assert_array_equal(msg.effort, tau)
@@ -85,9 +85,9 @@ def test_a_moving_base_frame_against_finite_differences():
     np.testing.assert_allclose([t.linear.x, t.linear.y, t.linear.z], v, atol=1e-7)
     np.testing.assert_allclose([t.angular.x, t.angular.y, t.angular.z], w_base, atol=1e-7)
     # The Jacobian is the tip's, in base axes.
-    R_root_base = MODEL.frame_pose(Q, base)[:3, :3]
-    J_root_tip = MODEL.jacobian(Q, 'tool0')
-    J_base_tip = np.vstack([R_root_base.T @ J_root_tip[:3], R_root_base.T @ J_root_tip[3:]])
+    R_world_base = MODEL.frame_pose(Q, base)[:3, :3]
+    J_world_tip = MODEL.jacobian(Q, 'tool0')
+    J_base_tip = np.vstack([R_world_base.T @ J_world_tip[:3], R_world_base.T @ J_world_tip[3:]])
     np.testing.assert_allclose(np.reshape(jac.data, (6, MODEL.nq)), J_base_tip, atol=1e-12)
 
 
@@ -103,8 +103,8 @@ def test_markers_in_the_base_frame():
     msg = outputs.markers_message(MODEL, state, settings, tau, STAMP, J)
     assert all(m.header.frame_id == 'shoulder_link' for m in msg.markers)
     com = [m for m in msg.markers if m.ns.endswith('center_of_mass')][0].pose.position
-    T_base_root = np.linalg.inv(MODEL.frame_pose(Q, 'shoulder_link'))
-    expected = T_base_root[:3, :3] @ MODEL.center_of_mass(Q) + T_base_root[:3, 3]
+    T_base_world = np.linalg.inv(MODEL.frame_pose(Q, 'shoulder_link'))
+    expected = T_base_world[:3, :3] @ MODEL.center_of_mass(Q) + T_base_world[:3, 3]
     np.testing.assert_allclose([com.x, com.y, com.z], expected, atol=1e-12)
     assert sum(m.ns.endswith('gravity_torque') for m in msg.markers) == MODEL.nq
 

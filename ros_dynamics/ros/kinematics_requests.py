@@ -80,8 +80,8 @@ def compute_fk(model, q_latest, request, response, stamp, frame_prefix=''):
         frames = [_frame(model, f, codes.INVALID_LINK_NAME, prefix) for f in request.frames] \
             or list(range(len(model.frame_names)))
         state = model.kinematics(q)
-        T_ref_root = inverse_transform(state.frame_pose(ref))
-        T_ref_frames = T_ref_root @ state.frame_poses()[frames]
+        T_ref_world = inverse_transform(state.frame_pose(ref))
+        T_ref_frames = T_ref_world @ state.frame_poses()[frames]
     except RequestError as err:
         response.error_code, response.message = err.code, str(err)
         return response
@@ -111,7 +111,7 @@ class IKProblem:
     """A validated IK request, ready for the engine."""
 
     tip: str
-    T_root_target: np.ndarray     # (4, 4) pose of the target in the root link
+    T_world_target: np.ndarray     # (4, 4) pose of the target in the world frame
     q_seed: np.ndarray
     position_tolerance: float
     orientation_tolerance: float
@@ -161,11 +161,11 @@ def ik_problem(model, q_latest, request, defaults, codes, frame_prefix=''):
                            f'target frame {model.frame_names[target_frame]!r} moves with the '
                            'joints and no joint state has been received yet')
     q_frame = q_latest if q_latest is not None else q_seed
-    T_root_target = model.frame_pose(q_frame, target_frame) @ \
+    T_world_target = model.frame_pose(q_frame, target_frame) @ \
         matrix_from_pose(request.target.pose)
-    if not np.all(np.abs(T_root_target) <= MAX_JOINT_VALUE):
-        raise RequestError(codes.INVALID_REQUEST, 'target pose: not finite in the root frame')
-    return IKProblem(tip, T_root_target, q_seed, tolerances[0], tolerances[1],
+    if not np.all(np.abs(T_world_target) <= MAX_JOINT_VALUE):
+        raise RequestError(codes.INVALID_REQUEST, 'target pose: not finite in the world frame')
+    return IKProblem(tip, T_world_target, q_seed, tolerances[0], tolerances[1],
                      bool(request.position_only), timeout, active, notes)
 
 

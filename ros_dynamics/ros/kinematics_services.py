@@ -145,7 +145,7 @@ class KinematicsServiceNode(Node):
             if problem.tip not in self._requested and len(self._requested) < MAX_SEED_TABLES:
                 self._requested.append(problem.tip)
             result = served.solver.solve(
-                problem.tip, problem.T_root_target, problem.q_seed,
+                problem.tip, problem.T_world_target, problem.q_seed,
                 position_tolerance=problem.position_tolerance,
                 orientation_tolerance=problem.orientation_tolerance,
                 position_only=problem.position_only, timeout=problem.timeout,

@@ -11,8 +11,8 @@ Frame ids in the messages carry the settings' ``frame_prefix`` (robot_state_publ
 pass whose numbers are not all finite (a description with huge origins, say) raises
 :class:`NonFiniteOutput` before any message is filled.
 
-Frames in names: ``root`` is the model's root link, ``base`` the settings' base frame, ``tip`` a
-tip frame. ``T_a_b`` (4, 4) is the pose of frame b in frame a, ``R_a_b`` its rotation;
+Frames in names: ``world`` is the engine's fixed frame (the root link's, for a fixed base),
+``base`` the settings' base frame, ``tip`` a tip frame. ``T_a_b`` (4, 4) is the pose of frame b in frame a, ``R_a_b`` its rotation;
 ``J_a_tip`` (6, nq) is the Jacobian of the tip's origin, rows ``[linear; angular]`` in frame
 a's axes, columns the model's joints.
 """
@@ -69,23 +69,23 @@ def message_templates(model, settings):
 
 
 class TipJacobians:
-    """``J_root_tip`` of one kinematics pass, each computed on first use and then kept."""
+    """``J_world_tip`` of one kinematics pass, each computed on first use and then kept."""
 
     def __init__(self, state):
         self._state = state
-        self._J_root = {}
+        self._J_world = {}
 
-    def root(self, tip):
-        """``J_root_tip`` (6, nq): the tip origin's Jacobian in root axes."""
-        J_root_tip = self._J_root.get(tip)
-        if J_root_tip is None:
-            J_root_tip = self._J_root[tip] = jacobians.frame_jacobian(
+    def world(self, tip):
+        """``J_world_tip`` (6, nv): the tip origin's Jacobian in world axes."""
+        J_world_tip = self._J_world.get(tip)
+        if J_world_tip is None:
+            J_world_tip = self._J_world[tip] = jacobians.frame_jacobian(
                 self._state, tip, 'local_world_aligned')
-        return J_root_tip
+        return J_world_tip
 
 
 def kinematics_pass(model, settings, q, qd):
-    """The one kinematics pass of a joint state: with the base fixed to the root, twists are
+    """The one kinematics pass of a joint state: with the base fixed to the world, twists are
     ``J qd`` and body velocities are not needed.
     """
     return kinematics.forward_kinematics(model, q, None if settings.base_fixed else qd,
@@ -94,7 +94,7 @@ def kinematics_pass(model, settings, q, qd):
 
 def holding_torques(model, state, settings, wrenches, jacobians_):
     """Torques (nq,) [N m or N] holding the robot against gravity and against the wrenches
-    held at its tips: ``g(q) + sum J_root_tip^T F_root``.
+    held at its tips: ``g(q) + sum J_world_tip^T F_world``.
 
     ``wrenches`` maps a tip to ``(frame, F_frame)``: a wrench ``[force; torque]`` (6,) [N, N m]
     in ``frame``'s axes; tips not in the settings are skipped.
@@ -102,9 +102,9 @@ def holding_torques(model, state, settings, wrenches, jacobians_):
     tau = rnea.gravity_torques(model, state)
     for tip, (frame, F_frame) in wrenches.items():
         if tip in settings.tips:
-            R_root_frame = state.frame_pose(frame)[:3, :3]
-            F_root = np.concatenate([R_root_frame @ F_frame[:3], R_root_frame @ F_frame[3:]])
-            tau = tau + jacobians_.root(tip).T @ F_root
+            R_world_frame = state.frame_pose(frame)[:3, :3]
+            F_world = np.concatenate([R_world_frame @ F_frame[:3], R_world_frame @ F_frame[3:]])
+            tau = tau + jacobians_.world(tip).T @ F_world
     check_finite('torques', tau)
     return tau
 
@@ -132,9 +132,9 @@ def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None, 
     """
     on = settings.outputs
     base = settings.base_frame
-    T_root_base = state.frame_pose(base)
-    R_root_base = T_root_base[:3, :3]
-    T_base_root = inverse_transform(T_root_base)
+    T_world_base = state.frame_pose(base)
+    R_world_base = T_world_base[:3, :3]
+    T_base_world = inverse_transform(T_world_base)
     templates = templates if templates is not None else message_templates(model, settings)
     out = []
     for k, tip in enumerate(settings.tips):
@@ -143,16 +143,16 @@ def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None, 
         pose, twist, jac = templates.tips[tip]
         J_base_tip = None
         if on.jacobians or (on.twists and settings.base_fixed):
-            J_root_tip = jacobians_.root(tip)
-            J_base_tip = np.vstack([R_root_base.T @ J_root_tip[:3],
-                                    R_root_base.T @ J_root_tip[3:]])
+            J_world_tip = jacobians_.world(tip)
+            J_base_tip = np.vstack([R_world_base.T @ J_world_tip[:3],
+                                    R_world_base.T @ J_world_tip[3:]])
         if on.poses:
-            T_base_tip = T_base_root @ state.frame_pose(tip)
+            T_base_tip = T_base_world @ state.frame_pose(tip)
             check_finite(f'pose of {tip!r}', T_base_tip)
             pose.header.stamp = stamp
             pose_from_matrix(T_base_tip, pose.pose)
         if on.twists:
-            # A base fixed to the root: the twist is J qd; a moving base: relative motion.
+            # A base fixed to the world: the twist is J qd; a moving base: relative motion.
             V_base_tip = J_base_tip @ qd if settings.base_fixed else np.concatenate(
                 kinematics.relative_twist(state, tip, base, base, base))
             check_finite(f'twist of {tip!r}', V_base_tip)
@@ -170,27 +170,27 @@ def markers_message(model, state, settings, tau, stamp, jacobians_, ready=None):
     """``markers``: center of mass, a manipulability ellipsoid per tip (of those ``ready``
     says, when given), the torques ``tau`` as arrows along the joint axes; all in the base frame.
     """
-    T_base_root = inverse_transform(state.frame_pose(settings.base_frame))
-    R_base_root, p_base_root = T_base_root[:3, :3], T_base_root[:3, 3]
+    T_base_world = inverse_transform(state.frame_pose(settings.base_frame))
+    R_base_world, p_base_world = T_base_world[:3, :3], T_base_world[:3, 3]
     ellipsoids, tips = [], []
     for k, tip in enumerate(settings.tips):
         if ready is not None and not ready[k]:
             continue
-        J_base_tip = R_base_root @ jacobians_.root(tip)[:3]
+        J_base_tip = R_base_world @ jacobians_.world(tip)[:3]
         check_finite(f'Jacobian of {tip!r}', J_base_tip)
         axes, lengths = markers.manipulability_ellipsoid(J_base_tip)
-        ellipsoids.append(((T_base_root @ state.frame_pose(tip))[:3, 3], axes, lengths))
+        ellipsoids.append(((T_base_world @ state.frame_pose(tip))[:3, 3], axes, lengths))
         tips.append(tip)
-    z_root, origins_root = state.joint_axes_world
+    z_world, origins_world = state.joint_axes_world
     actuated = [model.moving_index[n] for n in model.actuated_joint_names]
-    com_base = R_base_root @ rnea.center_of_mass(model, state) + p_base_root \
-        if model.total_mass > 0 else p_base_root
-    origins_base = origins_root[actuated] @ R_base_root.T + p_base_root
+    com_base = R_base_world @ rnea.center_of_mass(model, state) + p_base_world \
+        if model.total_mass > 0 else p_base_world
+    origins_base = origins_world[actuated] @ R_base_world.T + p_base_world
     check_finite('markers', com_base, origins_base)
     v = model.actuated_v_index
     return markers.build(
         settings.frame_prefix + settings.base_frame, stamp, com_base, tips, ellipsoids,
-        origins_base, z_root[actuated] @ R_base_root.T, tau[v], model.effort_limits[v])
+        origins_base, z_world[actuated] @ R_base_world.T, tau[v], model.effort_limits[v])
 
 
 def feedforward_command(model, settings, q, trajectory, index, t):

@@ -81,7 +81,8 @@ PARAMETERS = (
                   constraints='joints of the model, one per value'),
     ParameterSpec('initial_positions.values', [0.0], 'Those positions', 'rad or m',
                   constraints='finite values inside the joint limits, one per joint'),
-    ParameterSpec('gravity', [0.0, 0.0, -9.81], 'Gravity vector in the root frame', 'm/s^2',
+    ParameterSpec('gravity', [0.0, 0.0, -9.81], 'Gravity vector in the world frame (the '
+                  'root link\'s for a fixed base)', 'm/s^2',
                   constraints=f'3 finite values, magnitude <= {MAX_GRAVITY:g} m/s^2'),
     ParameterSpec('publish_rate', 0.0, 'Output rate; 0: on every joint state', 'Hz',
                   (0.0, 10000.0), read_only=True),

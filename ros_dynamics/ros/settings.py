@@ -76,7 +76,7 @@ class NodeSettings:
     tip_tokens: tuple          # their topic tokens (poses/<token>, ...), distinct
     tip_joints: tuple          # per tip, the joints (nq,) bool its outputs depend on
     base_frame: str            # frame poses, twists and Jacobians are expressed in
-    base_fixed: bool           # True when the base frame is fixed to the root link
+    base_fixed: bool           # True when the base frame is fixed to the world
     frame_prefix: str          # robot_state_publisher's frame_prefix
     command_joints: tuple      # joint order of the effort commands
     command_index: np.ndarray  # their indices in q (int, read-only)
