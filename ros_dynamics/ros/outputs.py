@@ -12,9 +12,9 @@ pass whose numbers are not all finite (a description with huge origins, say) rai
 :class:`NonFiniteOutput` before any message is filled.
 
 Frames in names: ``world`` is the engine's fixed frame (the root link's, for a fixed base),
-``base`` the settings' base frame, ``tip`` a tip frame. ``T_a_b`` (4, 4) is the pose of frame b in frame a, ``R_a_b`` its rotation;
-``J_a_tip`` (6, nq) is the Jacobian of the tip's origin, rows ``[linear; angular]`` in frame
-a's axes, columns the model's joints.
+``base`` the settings' base frame, ``tip`` a tip frame. ``T_a_b`` (4, 4) is the pose of frame
+b in frame a, ``R_a_b`` its rotation; ``J_a_tip`` (6, nv) is the Jacobian of the tip's origin,
+rows ``[linear; angular]`` in frame a's axes, columns the model's velocity coordinates.
 """
 from dataclasses import dataclass
 
