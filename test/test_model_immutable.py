@@ -176,3 +176,40 @@ def test_readers_in_other_threads_see_old_or_new_settings_never_a_mix():
     assert seen
     for tau in seen:
         assert np.allclose(tau, tau_a, atol=1e-12) or np.allclose(tau, tau_b, atol=1e-12)
+
+
+def test_the_nodes_settings_changes_swap_settings_and_leave_the_model_unchanged():
+    """A real in-process node: parameter changes (gravity, payload, rotor inertia) reach the
+    model as one settings swap each, and the model's arrays stay as built.
+    """
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from ros_dynamics.ros.dynamics_node import DynamicsNode
+
+    rclpy.init()
+    try:
+        node = DynamicsNode(parameter_overrides=[Parameter('urdf_file', value=DEMO_ARM)])
+        model = node.model
+        before, settings = fingerprint(model), model.settings
+        changes = [
+            [Parameter('gravity', value=[0.0, 0.0, -1.62])],
+            [Parameter('payload.frame', value='tool0'), Parameter('payload.mass', value=2.0),
+             Parameter('payload.com', value=[0.0, 0.0, 0.05])],
+            [Parameter('rotor_inertia.joints', value=['elbow_joint']),
+             Parameter('rotor_inertia.values', value=[0.1])],
+        ]
+        for change in changes:
+            results = node.set_parameters_atomically(change)
+            assert results.successful, results.reason
+            assert node.model is model and model.settings is not settings
+            settings = model.settings
+        np.testing.assert_allclose(settings.gravity, [0.0, 0.0, -1.62])
+        assert settings.payloads[0].mass == 2.0
+        assert settings.rotor_inertia[model.joint_index('elbow_joint')] == pytest.approx(0.1)
+        refused = node.set_parameters_atomically([Parameter('gravity', value=[0.0, 0.0, 1e9])])
+        assert not refused.successful and model.settings is settings
+        assert fingerprint(model) == before
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
