@@ -29,15 +29,10 @@ from typing import Any, Optional
 import numpy as np
 
 from . import crba, rnea
+from .checks import as_finite_array
 from .exceptions import InvalidInputError, ShapeError
 from .jacobians import frame_jacobian
-from .kinematics import (
-    KinematicState,
-    as_configuration,
-    as_finite_array,
-    as_velocity,
-    forward_kinematics,
-)
+from .kinematics import KinematicState, as_configuration, as_velocity, forward_kinematics
 
 ArrayLike = Any
 

@@ -301,20 +301,20 @@ def _names(values):
     return [s for s in values if s]
 
 
-def _known_frames(model, parameter, frames):
-    bad = [f for f in frames if f not in model.frame_names]
+def _known(parameter, names, valid, kind):
+    """``names`` when all are in ``valid``, else :class:`SettingsError` listing both."""
+    bad = [n for n in names if n not in valid]
     if bad:
-        raise SettingsError(parameter, f'unknown frames {_listed(bad)}; valid: '
-                                          f'{_listed(model.frame_names)}')
-    return frames
+        raise SettingsError(parameter, f'unknown {kind} {_listed(bad)}; valid: {_listed(valid)}')
+    return names
+
+
+def _known_frames(model, parameter, frames):
+    return _known(parameter, frames, model.frame_names, 'frames')
 
 
 def _known_joints(model, parameter, joints):
-    bad = [j for j in joints if j not in model.joint_names]
-    if bad:
-        raise SettingsError(parameter, f'unknown joints {_listed(bad)}; valid: '
-                                          f'{_listed(model.joint_names)}')
-    return joints
+    return _known(parameter, joints, model.joint_names, 'joints')
 
 
 def _read_only(a):
