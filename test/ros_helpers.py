@@ -96,3 +96,20 @@ def spin_until(node, predicate, timeout, step=None):
         if predicate():
             return True
     return False
+
+
+def odometry_message(p, quat_xyzw, twist, frame='odom', child='base_link'):
+    """A nav_msgs/Odometry: pose ``p``, ``quat_xyzw`` of ``child`` in ``frame``, ``twist``
+    ``[linear; angular]`` in ``child``'s axes.
+    """
+    from nav_msgs.msg import Odometry
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = frame, child
+    pose = msg.pose.pose
+    pose.position.x, pose.position.y, pose.position.z = (float(c) for c in p)
+    o = pose.orientation
+    o.x, o.y, o.z, o.w = (float(c) for c in quat_xyzw)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z = \
+        (float(c) for c in twist)
+    return msg

@@ -119,14 +119,14 @@ def test_feedforward_trajectory_and_command(friction):
         msg.points.append(point)
     trajectory = from_message(msg, MODEL.joint_names)
     index = np.array([MODEL.joint_index(j) for j in trajectory.joint_names])
-    out = outputs.feedforward_trajectory(MODEL, settings, msg, trajectory, index, Q)
+    out = outputs.feedforward_trajectory(MODEL, settings, msg, trajectory, (index, index), Q)
     assert list(out.joint_names) == ['elbow_joint', 'wrist_1_joint']
     for k, point in enumerate(out.points):
         q, qd = Q.copy(), np.zeros(MODEL.nq)
         q[index], qd[index] = trajectory.positions[k], trajectory.velocities[k]
         tau = MODEL.inverse_dynamics(q, qd, np.zeros(MODEL.nq), friction=friction)
         np.testing.assert_allclose(point.effort, tau[index], atol=1e-9)
-    command = outputs.feedforward_command(MODEL, settings, Q, trajectory, index, 0.5)
+    command = outputs.feedforward_command(MODEL, settings, Q, trajectory, (index, index), 0.5)
     q, qd, qdd = Q.copy(), np.zeros(MODEL.nq), np.zeros(MODEL.nq)
     q[index], qd[index], qdd[index] = trajectory.sample(0.5)
     tau = MODEL.inverse_dynamics(q, qd, qdd, friction=friction)

@@ -1,8 +1,9 @@
 """Counters and compute times of the dynamics node, summarised as a diagnostic status.
 
 The status is WARN without a model, while joints are at their defaults (never heard of), and
-for ``quiet_period`` seconds after the last dropped or refused input or caught callback error;
-else OK. Counters are safe to increment from the node's several executor threads.
+for ``quiet_period`` seconds after the last dropped or refused input or caught callback error,
+while a lasting condition holds (:attr:`Diagnostics.conditions`: stale odometry); else OK.
+Counters are safe to increment from the node's several executor threads.
 """
 import threading
 import time
@@ -15,14 +16,17 @@ from .throttled_log import clip
 #: What the node counts: inputs received, dropped or refused, outputs published, errors caught.
 COUNTERS = ('joint_states', 'dropped', 'published', 'trajectories', 'trajectories_rejected',
             'descriptions_refused', 'wrenches_rejected', 'stamps_backwards',
-            'outputs_not_finite', 'requests_refused', 'callback_errors')
+            'outputs_not_finite', 'requests_refused', 'callback_errors', 'odometry',
+            'odometry_rejected', 'stances_unheld')
 #: The counters that make the status WARN (for the quiet period after they last grew).
 PROBLEMS = {'dropped': 'invalid joint states dropped',
             'trajectories_rejected': 'trajectories rejected',
             'descriptions_refused': 'robot descriptions refused',
             'wrenches_rejected': 'wrenches rejected',
             'outputs_not_finite': 'outputs not finite, not published',
-            'callback_errors': 'errors caught in callbacks'}
+            'callback_errors': 'errors caught in callbacks',
+            'odometry_rejected': 'odometry rejected',
+            'stances_unheld': 'contacts cannot hold the robot, gravity torques not published'}
 
 
 class Diagnostics:
@@ -32,6 +36,8 @@ class Diagnostics:
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.quiet_period = quiet_period
         self.defaulted = []                 # joints at their default positions (names)
+        self.conditions = {}                # name -> note of a lasting WARN (stale odometry)
+        self.values = {}                    # name -> extra value reported (the base state)
         self._last_problem = {}             # counter -> monotonic time it last grew
         self._compute_times = []
         self._lock = threading.Lock()
@@ -63,11 +69,13 @@ class Diagnostics:
                       if now - t < self.quiet_period]
             values = dict(self.counters)
         defaulted = list(self.defaulted)
+        conditions = list(self.conditions.values())
         if model is None:
             status.level, status.message = DiagnosticStatus.WARN, 'no robot model loaded'
-        elif recent or defaulted:
-            notes = recent + ([f'{len(defaulted)} joints never heard of, at their defaults']
-                              if defaulted else [])
+        elif recent or defaulted or conditions:
+            notes = recent + conditions + (
+                [f'{len(defaulted)} joints never heard of, at their defaults']
+                if defaulted else [])
             status.level, status.message = DiagnosticStatus.WARN, '; '.join(notes)
         else:
             status.level, status.message = DiagnosticStatus.OK, 'ok'
@@ -78,6 +86,7 @@ class Diagnostics:
             values['compute_time_max_ms'] = f'{1e3 * float(np.max(times)):.3f}'
         if defaulted:
             values['joints_at_default'] = clip(', '.join(defaulted))
+        values.update(self.values)
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         array = DiagnosticArray()
         array.header.stamp = stamp

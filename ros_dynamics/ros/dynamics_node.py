@@ -15,6 +15,10 @@ bounded, built on a thread of its own while the old model keeps answering, and s
 the settings validated against it; an invalid one is refused and the old model keeps serving.
 What belonged to a replaced model or tip (topics, wrenches, the trajectory, markers) goes.
 
+A floating or planar base (``root_joint``): joint states carry the actuated joints, the base
+state comes from odometry (:mod:`~ros_dynamics.ros.odometry_input`), gravity torques hold the
+robot on its ``contact_frames`` (:mod:`~ros_dynamics.ros.base_outputs`).
+
 Every callback is :func:`~ros_dynamics.ros.guard.guarded`: an unexpected exception is logged,
 counted and the input dropped. Logs are throttled per cause
 (:class:`~ros_dynamics.ros.throttled_log.ThrottledLog`); counters and the 1 Hz status are
@@ -50,6 +54,7 @@ from .model_loading import (
     check_limits,
     initial_description,
 )
+from .odometry_input import OdometryInput
 from .output_publisher import OutputPublisher
 from .parameters import SPECS, SettingsError, declare_parameters, parameter_values
 from .process import run_nodes
@@ -102,6 +107,8 @@ class DynamicsNode(Node):
                                         self._guard(self._on_wrench, 'wrenches'))
         self._player = TrajectoryPlayer(self.get_clock(), self._outputs.ff_trajectory,
                                         self.diagnostics, self._log)
+        self._base = OdometryInput(self, values['root_joint'], lambda: self._serving,
+                                   self.diagnostics, self._log, self._guard)
         self._serve_joint_state = self._guard(self._serve_joint_state, 'joint_states')
         self._joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._guard(self._on_joint_state, 'joint_states'),
@@ -165,7 +172,8 @@ class DynamicsNode(Node):
             raise SystemExit(f'ros_dynamics: {err}') from None
 
     def _build(self, xml):
-        return build_model(xml, strict=self.get_parameter('strict_inertia').value)
+        return build_model(xml, strict=self.get_parameter('strict_inertia').value,
+                           root_joint=self.get_parameter('root_joint').value)
 
     def _on_description_msg(self, msg):
         self._huge_input = True
@@ -201,9 +209,9 @@ class DynamicsNode(Node):
         new = settings.validate(parameter_values(self), model)
         for note in model.warnings[:20]:
             self._log.warning(f'robot description: {note}')
-        self._serve(model, JointStateMerger(model.joint_names, model.mimic_joint_names,
-                                            new.initial_q), new)
-        self._log.info(f'model {model.name!r} from {source}: {model.nq} joints, '
+        self._serve(model, JointStateMerger(model.actuated_joint_names, model.mimic_joint_names,
+                                            new.initial_q[model.actuated_q_index]), new)
+        self._log.info(f'model {model.name!r} from {source}: {model.nq} coordinates, '
                        f'{len(model.frame_names)} frames, tips {list(new.tips)}')
 
     def _serve(self, model, merger, new):
@@ -217,7 +225,7 @@ class DynamicsNode(Node):
             self._player.stop()
             self._wrenches = {}
         else:
-            merger.set_defaults(new.initial_q)
+            merger.set_defaults(new.initial_q[model.actuated_q_index])
             self._wrenches = {t: w for t, w in self._wrenches.items() if t in new.tips}
         self.diagnostics.quiet_period = new.quiet_period
         self._serving = Serving(model, merger, new, outputs.message_templates(model, new))
@@ -240,22 +248,22 @@ class DynamicsNode(Node):
         return serving.model if serving is not None else None
 
     def latest_q(self):
-        """Latest joint positions (nq,), joints never heard of at their defaults; None before
-        any joint was heard of (before every one with ``require_all_joints``).
+        """Latest configuration (nq,): joints never heard of at their defaults, a floating or
+        planar base from odometry (else ``base_pose``); None before any joint was heard of
+        (before every one with ``require_all_joints``).
         """
         serving = self._serving
         if serving is None or not serving.merger.heard_any or (
                 serving.settings.require_all_joints and not serving.merger.complete):
             return None
-        return serving.merger.q.copy()
+        return self._base.state(serving)[0]
 
     # --- inputs -------------------------------------------------------------------------------
 
     def _on_joint_state(self, msg):
         self._serve_joint_state(msg)
-        # Joint states that queued up meanwhile are taken here, one after the other, without a
-        # trip through the executor each: its wait-set bookkeeping costs about as much as
-        # serving a message, so a node that fell behind at 1 kHz would not catch up otherwise.
+        # Queued joint states are taken here without a trip through the executor each (its
+        # wait-set bookkeeping costs about a message's serving: a 1 kHz backlog must drain).
         sub = self._joint_state_sub
         for _ in range(JOINT_STATE_QOS.depth):
             with sub.handle:
@@ -293,7 +301,7 @@ class DynamicsNode(Node):
             self._log.warning('joint state timestamps went backwards')
         self._last_stamp = stamp
         if self._publish_rate <= 0:
-            self._outputs.publish(serving, merger.q.copy(), merger.qd.copy(), stamp, ready,
+            self._outputs.publish(serving, *self._base.state(serving), stamp, ready,
                                   self._wrenches, self._player.feedforward)
 
     def _readiness(self, serving):
@@ -327,7 +335,7 @@ class DynamicsNode(Node):
             return
         ready = self._readiness(serving)
         if ready is not False:
-            self._outputs.publish(serving, serving.merger.q.copy(), serving.merger.qd.copy(),
+            self._outputs.publish(serving, *self._base.state(serving),
                                   self.get_clock().now().to_msg(), ready, self._wrenches,
                                   self._player.feedforward)
 
@@ -355,12 +363,15 @@ class DynamicsNode(Node):
         if serving is None:
             self._log.warning('trajectory received but no robot model is loaded yet')
             return
-        self._huge_input |= self._player.receive(serving, msg)
+        q = self._base.state(serving)[0] if serving.merger.heard_any \
+            else serving.model.middle_configuration()
+        self._huge_input |= self._player.receive(serving, msg, q)
 
     def _publish_diagnostics(self):
         if self._huge_input:
             self._huge_input = False
             release_free_memory()
+        self._base.report(self._serving)
         self._outputs.diagnostics.publish(self.diagnostics.report(
             f'{self.get_fully_qualified_name()}: dynamics', self.model,
             self.get_clock().now().to_msg()))

@@ -10,6 +10,11 @@ the engine's :data:`~ros_dynamics.engine.kinematics.MAX_JOINT_VALUE`), target co
 quaternion components (the same bound, so that normalising cannot overflow), tolerances
 (finite, >= 0, at most the maxima of the settings) and timeouts (at most ``ik.max_timeout``).
 Frame ids received may carry the node's ``frame_prefix`` (stripped); frame ids sent carry it.
+
+Floating and planar bases: states and seeds name actuated joints (base coordinates by
+``model.q_names`` are accepted too); the rest comes from the node's latest state, the base
+pose from odometry included, so FK answers in the world with the base where it is. IK moves
+actuated joints only (the base keeps the seed's pose) and answers with the actuated joints.
 """
 from dataclasses import dataclass
 import math
@@ -70,7 +75,7 @@ def compute_fk(model, q_latest, request, response, stamp, frame_prefix=''):
         response.error_code, response.message = codes.NO_MODEL, 'no robot model loaded yet'
         return response
     try:
-        base = q_latest if q_latest is not None else np.zeros(model.nq)
+        base = q_latest if q_latest is not None else model.neutral()
         q = _state_from_msg(model, request.state, base, codes.INVALID_ROBOT_STATE)
         ref = _frame(model, request.reference_frame, codes.INVALID_LINK_NAME, prefix)
         most = max(MAX_FK_FRAMES, len(model.frame_names))
@@ -190,11 +195,12 @@ def _active_joints(model, request, defaults, codes):
     names = list(request.active_joints)
     if not names:
         return defaults.active_joints
-    unknown = [n for n in names if n not in model.joint_names]
+    valid = model.actuated_joint_names          # the engine's IK moves one-DOF joints only
+    unknown = [n for n in names if n not in valid]
     if unknown or len(set(names)) != len(names):
         raise RequestError(codes.INVALID_GROUP_NAME,
                            f'active_joints: unknown {unknown[:20]} or repeated joints; valid: '
-                           f'{list(model.joint_names)[:50]}')
+                           f'{list(valid)[:50]}')
     return tuple(names)
 
 
@@ -208,8 +214,8 @@ def fill_ik_response(model, problem, result, response, stamp):
     response.error_code = codes.SUCCESS if result.success else codes.NO_IK_SOLUTION
     response.message = clip('; '.join([result.message] + problem.notes))
     response.solution.header.stamp = stamp
-    response.solution.name = list(model.joint_names)
-    response.solution.position = [float(x) for x in result.q]
+    response.solution.name = list(model.actuated_joint_names)
+    response.solution.position = [float(x) for x in result.q[model.actuated_q_index]]
     response.position_error = float(result.position_error)
     response.orientation_error = float(result.orientation_error)
     response.iterations = int(min(result.iterations, 2 ** 32 - 1))

@@ -3,9 +3,12 @@
 All markers are in one URDF link frame (the node's base frame, with robot_state_publisher's
 ``frame_prefix``), so rviz draws them beside the RobotModel display that robot_state_publisher's
 TF drives. Namespaces: ``ros_dynamics/center_of_mass``, ``ros_dynamics/manipulability/<tip>``
-(one per tip) and ``ros_dynamics/gravity_torque`` (id: the joint's index). A torque arrow that
-would be shorter than :data:`MIN_ARROW` is deleted instead of drawn; :func:`delete_all` clears
-every marker (sent when the model, the tips or the markers switch change).
+(one per tip), ``ros_dynamics/gravity_torque`` (id: the actuated joint's index) and, for a
+floating or planar base, ``ros_dynamics/support_polygon`` and
+``ros_dynamics/center_of_mass_projection`` (:mod:`~ros_dynamics.ros.base_outputs`). A torque
+arrow that would be shorter than :data:`MIN_ARROW` is deleted instead of drawn;
+:func:`delete_all` clears every marker (sent when the model, the tips, the contacts or the
+markers switch change).
 """
 from geometry_msgs.msg import Point
 import numpy as np
@@ -18,7 +21,8 @@ _NS = 'ros_dynamics'
 MIN_ARROW = 1e-4
 
 
-def _marker(frame, stamp, marker_id, ns, kind, rgba):
+def make_marker(frame, stamp, marker_id, ns, kind, rgba):
+    """A marker of namespace ``ros_dynamics/<ns>``, identity pose, color ``rgba``."""
     m = Marker()
     m.header.frame_id = frame
     m.header.stamp = stamp
@@ -54,12 +58,12 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
     arrows.
     """
     out = MarkerArray()
-    m = _marker(frame, stamp, 0, 'center_of_mass', Marker.SPHERE, (1.0, 0.8, 0.0, 0.9))
+    m = make_marker(frame, stamp, 0, 'center_of_mass', Marker.SPHERE, (1.0, 0.8, 0.0, 0.9))
     _set_position(m, com)
     m.scale.x = m.scale.y = m.scale.z = 0.05
     out.markers.append(m)
     for tip, (position, axes, lengths) in zip(tips, ellipsoids):
-        m = _marker(frame, stamp, 0, f'manipulability/{tip}', Marker.SPHERE,
+        m = make_marker(frame, stamp, 0, f'manipulability/{tip}', Marker.SPHERE,
                     (0.2, 0.6, 1.0, 0.4))
         m.text = tip
         _set_position(m, position)
@@ -71,7 +75,7 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
         out.markers.append(m)
     for k, (p, z, tau, limit) in enumerate(zip(joint_origins, joint_axes, torques, effort_limits)):
         ratio = tau / limit if np.isfinite(limit) and limit > 0 else np.tanh(tau / 10.0)
-        m = _marker(frame, stamp, k, 'gravity_torque', Marker.ARROW,
+        m = make_marker(frame, stamp, k, 'gravity_torque', Marker.ARROW,
                     (1.0, 0.2, 0.2, 0.9) if tau >= 0 else (0.2, 0.2, 1.0, 0.9))
         if not abs(ratio * scale) >= MIN_ARROW:
             m.action = Marker.DELETE               # no zero-length arrows
@@ -88,7 +92,7 @@ def build(frame, stamp, com, tips, ellipsoids, joint_origins, joint_axes, torque
 
 def delete_all(frame, stamp):
     """MarkerArray of one DELETEALL marker: rviz forgets every marker of this topic."""
-    m = _marker(frame, stamp, 0, '', Marker.SPHERE, (0.0, 0.0, 0.0, 0.0))
+    m = make_marker(frame, stamp, 0, '', Marker.SPHERE, (0.0, 0.0, 0.0, 0.0))
     m.ns = ''
     m.action = Marker.DELETEALL
     return MarkerArray(markers=[m])

@@ -56,12 +56,13 @@ def check_limits(xml, limits):
             raise DescriptionRefused(f'more than description.max_{what} ({limit:,}) {what}')
 
 
-def build_model(xml, *, strict):
+def build_model(xml, *, strict, root_joint=''):
     """A :class:`~ros_dynamics.engine.RobotModel` from URDF text; ``strict`` refuses physically
-    impossible inertials. Raises :class:`DescriptionRefused` with the engine's reason.
+    impossible inertials; ``root_joint`` ('', 'floating' or 'planar') joins the root link to the
+    world. Raises :class:`DescriptionRefused` with the engine's reason.
     """
     try:
-        return RobotModel.from_urdf_string(xml, strict=strict)
+        return RobotModel.from_urdf_string(xml, strict=strict, root_joint=root_joint or None)
     except DynamicsError as err:
         raise DescriptionRefused(str(err)) from None
     except RecursionError:

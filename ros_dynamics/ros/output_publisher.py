@@ -1,18 +1,26 @@
 """Publishing the outputs of the dynamics node: one kinematics pass per joint state, every
-output read from it (:mod:`~ros_dynamics.ros.outputs`), published only when all its numbers are
-finite; the rviz markers drawn at most at ``markers_rate`` and cleared (DELETEALL) when what they
-show changes.
+output read from it (:mod:`~ros_dynamics.ros.outputs`, :mod:`~ros_dynamics.ros.base_outputs`),
+published only when all its numbers are finite; the rviz markers drawn at most at
+``markers_rate`` and cleared (DELETEALL) when what they show changes.
+
+A floating or planar base whose contacts cannot hold it in a state (a
+:class:`~ros_dynamics.engine.exceptions.StanceError`): ``gravity_torques`` and
+``gravity_command`` are not published for that state (counted as ``stances_unheld``, a
+throttled warning, diagnostics WARN), the torque arrows are cleared; the other outputs are.
 """
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PointStamped, WrenchStamped
+import numpy as np
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from . import markers, outputs
+from ..engine.exceptions import StanceError
+from . import base_outputs, markers, outputs
 from .outputs import NonFiniteOutput
 from .tip_topics import TipTopics
 
@@ -38,6 +46,8 @@ class OutputPublisher:
         self._ff = publisher(Float64MultiArray, 'feedforward_command')
         self.ff_trajectory = publisher(JointTrajectory, 'feedforward_trajectory')
         self._markers = publisher(MarkerArray, 'markers')
+        self._com = publisher(PointStamped, 'center_of_mass')
+        self._momentum = publisher(WrenchStamped, 'momentum')
         self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', DEPTH)
         self.tips = TipTopics(node, on_wrench)
         self._last_markers = 0.0
@@ -47,7 +57,8 @@ class OutputPublisher:
         """Topics for ``settings``' tips; the markers cleared when what they show changes."""
         self.tips.update(settings.tips, settings.tip_tokens)
         frame_id = settings.frame_prefix + settings.base_frame
-        showing = (model, settings.tips, frame_id) if settings.outputs.markers else None
+        showing = (model, settings.tips + settings.base.contact_frames, frame_id) \
+            if settings.outputs.markers else None
         shown = self._shown
         if shown is not None and (showing is None or shown[0] is not showing[0]
                                   or shown[1:] != showing[1:]):
@@ -69,13 +80,13 @@ class OutputPublisher:
         state = outputs.kinematics_pass(model, current, q, qd)
         jacobians = outputs.TipJacobians(state)
         try:
-            tau = outputs.holding_torques(model, state, current, wrenches, jacobians)
+            tau = self._gravity_torques(model, state, current, wrenches, jacobians)
             tips = outputs.tip_messages(model, state, current, qd, stamp, jacobians, messages,
                                         ready)
         except NonFiniteOutput as err:
             self._not_finite(err)
             return
-        if on.gravity:
+        if on.gravity and tau is not None:
             self._gravity.publish(outputs.gravity_joint_state(model, tau, stamp,
                                                               messages.gravity))
             self._command.publish(outputs.gravity_command(current, tau, messages.command))
@@ -87,13 +98,43 @@ class OutputPublisher:
             command = feedforward(model, current, q) if on.feedforward else None
             if command is not None:
                 self._ff.publish(command)
+            self._publish_whole_robot(model, state, current, stamp)
             if on.markers and self._markers_due(current.markers_rate):
-                self._markers.publish(outputs.markers_message(model, state, current, tau, stamp,
-                                                              jacobians, ready))
-                self._shown = (model, current.tips, current.frame_prefix + current.base_frame)
+                shown = np.zeros(len(model.actuated_joint_names)) if tau is None else tau
+                msg = outputs.markers_message(model, state, current, shown, stamp, jacobians,
+                                              ready)
+                msg.markers.extend(base_outputs.support_markers(model, state, current, stamp,
+                                                                markers.make_marker))
+                self._markers.publish(msg)
+                self._shown = (model, current.tips + current.base.contact_frames,
+                               current.frame_prefix + current.base_frame)
         except NonFiniteOutput as err:
             self._not_finite(err)
         self._diagnostics.published(time.perf_counter() - started)
+
+    def _gravity_torques(self, model, state, current, wrenches, jacobians):
+        """The actuated gravity torques, or None when the stance cannot hold the robot."""
+        if wrenches and current.base.root_joint:
+            self._log.once('wrenches at the tips are not part of the contact-consistent '
+                           'torques of a floating base; ignored there', 'floating wrenches')
+        try:
+            return base_outputs.actuated_gravity(model, state, current, wrenches, jacobians)
+        except StanceError as err:
+            self._diagnostics.count('stances_unheld')
+            self._log.warning(f'gravity torques not published: {err}', cause='stance')
+            return None
+
+    def _publish_whole_robot(self, model, state, current, stamp):
+        """Center of mass and centroidal momentum, each when switched on."""
+        on = current.outputs
+        if on.center_of_mass:
+            msg = base_outputs.center_of_mass_message(model, state, current, stamp)
+            if msg is not None:
+                self._com.publish(msg)
+        if on.momentum:
+            msg = base_outputs.momentum_message(model, state, current, stamp)
+            if msg is not None:
+                self._momentum.publish(msg)
 
     def _not_finite(self, err):
         self._diagnostics.count('outputs_not_finite')

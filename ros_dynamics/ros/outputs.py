@@ -14,7 +14,9 @@ pass whose numbers are not all finite (a description with huge origins, say) rai
 Frames in names: ``world`` is the engine's fixed frame (the root link's, for a fixed base),
 ``base`` the settings' base frame, ``tip`` a tip frame. ``T_a_b`` (4, 4) is the pose of frame
 b in frame a, ``R_a_b`` its rotation; ``J_a_tip`` (6, nv) is the Jacobian of the tip's origin,
-rows ``[linear; angular]`` in frame a's axes, columns the model's velocity coordinates.
+rows ``[linear; angular]`` in frame a's axes, columns the model's velocity coordinates
+(``model.v_names``: with a floating base, its six first). Torques published are those of
+``model.actuated_joint_names`` (one-DOF joints; all the joints of a fixed base).
 """
 from dataclasses import dataclass
 
@@ -62,9 +64,9 @@ def message_templates(model, settings):
     for tip in settings.tips:
         pose, twist = PoseStamped(), TwistStamped()
         pose.header.frame_id = twist.header.frame_id = base_id
-        tips[tip] = (pose, twist, jacobian_message(np.zeros((6, model.nq)), model.joint_names,
+        tips[tip] = (pose, twist, jacobian_message(np.zeros((6, model.nv)), model.v_names,
                                                    base_id))
-    return OutputMessages(JointState(name=list(model.joint_names)),
+    return OutputMessages(JointState(name=list(model.actuated_joint_names)),
                           float_array([0.0] * len(settings.command_index)), tips)
 
 
@@ -85,11 +87,12 @@ class TipJacobians:
 
 
 def kinematics_pass(model, settings, q, qd):
-    """The one kinematics pass of a joint state: with the base fixed to the world, twists are
-    ``J qd`` and body velocities are not needed.
+    """The one kinematics pass of a joint state (``q`` (nq,), ``qd`` (nv,)): with the base
+    fixed to the world, twists are ``J qd`` and body velocities are only needed for the
+    momentum.
     """
-    return kinematics.forward_kinematics(model, q, None if settings.base_fixed else qd,
-                                         check=False)
+    fixed = settings.base_fixed and not settings.outputs.momentum
+    return kinematics.forward_kinematics(model, q, None if fixed else qd, check=False)
 
 
 def holding_torques(model, state, settings, wrenches, jacobians_):
@@ -110,15 +113,19 @@ def holding_torques(model, state, settings, wrenches, jacobians_):
 
 
 def gravity_joint_state(model, tau, stamp, out=None):
-    """``gravity_torques``: JointState with the model's joint names and ``tau`` as effort."""
-    msg = out if out is not None else JointState(name=list(model.joint_names))
+    """``gravity_torques``: JointState with the actuated joints' names and their torques
+    ``tau`` (n_actuated,) as effort.
+    """
+    msg = out if out is not None else JointState(name=list(model.actuated_joint_names))
     msg.header.stamp = stamp
     msg.effort = tau.tolist()
     return msg
 
 
 def gravity_command(settings, tau, out=None):
-    """``gravity_command``: ``tau`` in the order of the settings' command joints."""
+    """``gravity_command``: the actuated torques ``tau`` in the order of the settings'
+    command joints.
+    """
     if out is None:
         return float_array(tau[settings.command_index])
     out.data = tau[settings.command_index].tolist()
@@ -168,7 +175,8 @@ def tip_messages(model, state, settings, qd, stamp, jacobians_, templates=None, 
 
 def markers_message(model, state, settings, tau, stamp, jacobians_, ready=None):
     """``markers``: center of mass, a manipulability ellipsoid per tip (of those ``ready``
-    says, when given), the torques ``tau`` as arrows along the joint axes; all in the base frame.
+    says, when given), the actuated torques ``tau`` as arrows along the joint axes; all in the
+    base frame.
     """
     T_base_world = inverse_transform(state.frame_pose(settings.base_frame))
     R_base_world, p_base_world = T_base_world[:3, :3], T_base_world[:3, 3]
@@ -190,29 +198,33 @@ def markers_message(model, state, settings, tau, stamp, jacobians_, ready=None):
     v = model.actuated_v_index
     return markers.build(
         settings.frame_prefix + settings.base_frame, stamp, com_base, tips, ellipsoids,
-        origins_base, z_world[actuated] @ R_base_world.T, tau[v], model.effort_limits[v])
+        origins_base, z_world[actuated] @ R_base_world.T, tau, model.effort_limits[v])
 
 
 def feedforward_command(model, settings, q, trajectory, index, t):
     """``feedforward_command``: inverse dynamics of ``trajectory`` sampled at ``t`` [s] from its
-    start (its joints at ``index`` in q; the others keep ``q``, at rest), in the order of the
-    command joints.
+    start (its joints at ``index = (in q, in v)``; the other coordinates keep ``q``, at rest --
+    a floating base at its current pose, zero velocity and acceleration), the actuated torques
+    in the order of the command joints.
     """
-    q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nq), np.zeros(model.nq)
-    q_ff[index], qd_ff[index], qdd_ff[index] = trajectory.sample(t)
+    iq, iv = index
+    q_ff, qd_ff, qdd_ff = q.copy(), np.zeros(model.nv), np.zeros(model.nv)
+    q_ff[iq], qd_ff[iv], qdd_ff[iv] = trajectory.sample(t)
     tau = model.inverse_dynamics(q_ff, qd_ff, qdd_ff, friction=settings.friction)
     check_finite('feedforward torques', tau)
-    return float_array(tau[settings.command_index])
+    return float_array(tau[model.actuated_v_index[settings.command_index]])
 
 
 def feedforward_trajectory(model, settings, msg, trajectory, index, q):
     """``feedforward_trajectory``: the JointTrajectory ``msg`` (validated as ``trajectory``,
-    its joints at ``index`` in q) with every point's effort filled by inverse dynamics; joints
-    it does not name keep ``q``.
+    its joints at ``index = (in q, in v)``) with every point's effort filled by inverse
+    dynamics; coordinates it does not name keep ``q``, at rest (as :func:`feedforward_command`).
     """
+    iq, iv = index
     q_t = np.repeat(q[None, :], len(trajectory.times), axis=0)
-    qd_t, qdd_t = np.zeros_like(q_t), np.zeros_like(q_t)
-    q_t[:, index], qd_t[:, index], qdd_t[:, index] = \
+    qd_t = np.zeros((len(trajectory.times), model.nv))
+    qdd_t = np.zeros_like(qd_t)
+    q_t[:, iq], qd_t[:, iv], qdd_t[:, iv] = \
         trajectory.positions, trajectory.velocities, trajectory.accelerations
     tau = model.inverse_dynamics(q_t, qd_t, qdd_t, friction=settings.friction)
     check_finite('feedforward torques of the trajectory', tau)
@@ -220,7 +232,7 @@ def feedforward_trajectory(model, settings, msg, trajectory, index, q):
     out.header = msg.header
     out.joint_names = list(trajectory.joint_names)
     out.points = list(msg.points)
-    for point, effort in zip(out.points, tau[:, index]):
+    for point, effort in zip(out.points, tau[:, iv]):
         point.effort = effort.tolist()
     return out
 
@@ -234,7 +246,9 @@ def float_array(values, label='joints'):
 
 
 def jacobian_message(J_base_tip, joint_names, base):
-    """6 x n Jacobian, row-major; rows vx vy vz wx wy wz in ``base`` axes, columns joints."""
+    """6 x nv Jacobian, row-major; rows vx vy vz wx wy wz in ``base`` axes, columns the
+    velocity coordinates ``joint_names`` (``model.v_names``).
+    """
     n = J_base_tip.shape[1]
     msg = Float64MultiArray()
     msg.layout.dim = [

@@ -9,7 +9,15 @@ import math
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
 #: Output groups, each switched by a ``publish.<group>`` parameter.
-OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers')
+OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers',
+           'center_of_mass', 'momentum')
+#: Output groups off by default: the centroidal momentum needs velocities in every kinematics
+#: pass (about 50 us per joint state on a 6-joint arm), worth it for floating bases.
+OFF_BY_DEFAULT = ('momentum',)
+#: Root joints a description may be built with ('' : the root link is fixed to the world).
+ROOT_JOINTS = ('', 'floating', 'planar')
+#: Contact kinds of ``contacts.type`` (the engine's ``contact_gravity_torques``).
+CONTACT_TYPES = ('point', 'wrench')
 #: Largest gravity magnitude accepted [m/s^2] (about 100 g: beyond any robot on any planet).
 MAX_GRAVITY = 1000.0
 
@@ -48,12 +56,37 @@ class ParameterSpec:
         return d
 
 
+#: Parameters of a floating or planar base: where its state comes from, its contacts.
+FLOATING_BASE_PARAMETERS = (
+    ParameterSpec('world_frame', 'odom', 'Frame id of the world a floating or planar base moves '
+                  "in: the odometry's header.frame_id, and the frame of center_of_mass and "
+                  'momentum (a fixed base: the URDF root link instead)'),
+    ParameterSpec('base_pose', [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0], 'Pose of the URDF root '
+                  'link in world_frame, x y z qx qy qz qw, until odometry arrives', 'm',
+                  constraints='7 finite values, positions at most 1e6 m, a unit quaternion'),
+    ParameterSpec('odometry.timeout', 0.5, 'Age of the latest odometry after which it is '
+                  'stale (still used, diagnostics WARN); 0: never stale', 's', (0.0, 86400.0)),
+    ParameterSpec('contact_frames', [''], 'Frames touching the ground (feet): the gravity '
+                  'torques of a floating or planar base hold the robot standing on them',
+                  constraints='distinct frames of the model; needs root_joint'),
+    ParameterSpec('contacts.type', 'point', "Contacts carry a force ('point') or a force and a "
+                  "moment ('wrench', a flat foot)", constraints="'point' or 'wrench'"),
+    ParameterSpec('contacts.friction', 0.0, 'Friction coefficient of unilateral contacts (the '
+                  'forces inside friction cones about the vertical, an optimisation per state); '
+                  '0: bilateral contacts, least-norm forces', range=(0.0, 100.0)),
+)
+
 PARAMETERS = (
     ParameterSpec('robot_description', '', 'URDF text of the robot (as robot_state_publisher '
                   'takes it); empty: use urdf_file, else the robot_description topic',
                   read_only=True),
     ParameterSpec('urdf_file', '', 'Path of a URDF file, used when robot_description is empty',
                   read_only=True),
+    ParameterSpec('root_joint', '', "Joint between the world and the URDF root link, as "
+                  "Pinocchio's root_joint: '' (fixed base), 'floating' or 'planar'; applied "
+                  'when a description is built', read_only=True,
+                  constraints="'', 'floating' or 'planar'"),
+    *FLOATING_BASE_PARAMETERS,
     ParameterSpec('description.max_bytes', 20_000_000, 'Largest robot description accepted',
                   'bytes', (1, 2_000_000_000)),
     ParameterSpec('description.max_links', 10_000, 'Most links a robot description may have',
@@ -86,8 +119,8 @@ PARAMETERS = (
                   constraints=f'3 finite values, magnitude <= {MAX_GRAVITY:g} m/s^2'),
     ParameterSpec('publish_rate', 0.0, 'Output rate; 0: on every joint state', 'Hz',
                   (0.0, 10000.0), read_only=True),
-    *(ParameterSpec(f'publish.{output}', True, f'Publish the {output} outputs')
-      for output in OUTPUTS),
+    *(ParameterSpec(f'publish.{output}', output not in OFF_BY_DEFAULT,
+                    f'Publish the {output} outputs') for output in OUTPUTS),
     ParameterSpec('markers_rate', 10.0, 'Highest rate of the rviz markers', 'Hz',
                   (0.1, 1000.0)),
     ParameterSpec('friction', False, 'Add URDF <dynamics> viscous damping and Coulomb friction '

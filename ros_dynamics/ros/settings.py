@@ -18,6 +18,7 @@ import numpy as np
 
 from ..engine import DynamicsError, DynamicSettings, Payload
 from ..engine.settings import LIMITS
+from .base_settings import BaseSettings, validate_base
 from .frame_names import topic_token
 from .parameters import MAX_GRAVITY, OUTPUTS, PARAMETERS, SPECS, SettingsError, check_range  # noqa: F401
 
@@ -37,6 +38,8 @@ class OutputSwitches:
     jacobians: bool = True
     feedforward: bool = True
     markers: bool = True
+    center_of_mass: bool = True
+    momentum: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,21 +77,23 @@ class NodeSettings:
 
     tips: tuple                # tip frames
     tip_tokens: tuple          # their topic tokens (poses/<token>, ...), distinct
-    tip_joints: tuple          # per tip, the joints (nq,) bool its outputs depend on
+    tip_joints: tuple          # per tip, the actuated joints (bool) its outputs depend on
     base_frame: str            # frame poses, twists and Jacobians are expressed in
     base_fixed: bool           # True when the base frame is fixed to the world
     frame_prefix: str          # robot_state_publisher's frame_prefix
-    command_joints: tuple      # joint order of the effort commands
-    command_index: np.ndarray  # their indices in q (int, read-only)
+    command_joints: tuple      # joint order of the effort commands (actuated joints)
+    command_index: np.ndarray  # their indices in model.actuated_joint_names (int, read-only)
     outputs: OutputSwitches
     friction: bool
     markers_rate: float        # [Hz]
     require_all_joints: bool   # publish nothing before every joint was heard of
-    initial_q: np.ndarray      # (nq,) positions of joints never heard of (read-only)
+    initial_q: np.ndarray      # (nq,) positions of joints never heard of (read-only); floating
+    #                            and planar joints at their neutral
     quiet_period: float        # [s] without problems before WARN returns to OK
     limits: InputLimits
     dynamics: DynamicSettings  # the engine's settings of the model: gravity, rotor inertia, payload
     ik: IKSettings
+    base: BaseSettings = BaseSettings()   # root joint, base state, contacts
 
 
 def input_limits(values):
@@ -116,6 +121,7 @@ def validate(values, model=None):
     rotor = _rotor_lists(values)
     payload = _payload(values)
     initial = _pairs(values, 'initial_positions')
+    base_settings = validate_base(values, model)
     if model is None:
         return None
     tips = tuple(_known_frames(model, 'tip_frames', _names(values['tip_frames']))
@@ -126,7 +132,8 @@ def validate(values, model=None):
     _known_frames(model, 'base_frame', [base])
     _known_frames(model, 'ik.tip_frame', _names([values['ik.tip_frame']]))
     command = tuple(_known_joints(model, 'command_joints', _names(values['command_joints']))
-                    or model.joint_names)
+                    or model.actuated_joint_names)
+    actuated = {name: k for k, name in enumerate(model.actuated_joint_names)}
     active = tuple(_known_joints(model, 'ik.active_joints', _names(values['ik.active_joints'])))
     if payload is not None and payload.mass != 0:
         _known_frames(model, 'payload.frame', [payload.frame])
@@ -144,19 +151,21 @@ def validate(values, model=None):
         timeout=float(values['ik.timeout']), seed_samples=int(values['ik.seed_samples']),
         max_timeout=float(values['ik.max_timeout']), active_joints=active or None)
     base_joints = joints_moving(model, base)
+    a = model.actuated_v_index
     return NodeSettings(
         tips=tips, tip_tokens=tokens,
-        tip_joints=tuple(_read_only(joints_moving(model, tip) | base_joints) for tip in tips),
+        tip_joints=tuple(_read_only((joints_moving(model, tip) | base_joints)[a])
+                         for tip in tips),
         base_frame=base, base_fixed=bool(model.frame_body[model.frame_index(base)] == 0),
         frame_prefix=values['frame_prefix'],
         command_joints=command,
-        command_index=_read_only(np.array([model.joint_index(j) for j in command], dtype=int)),
+        command_index=_read_only(np.array([actuated[j] for j in command], dtype=int)),
         outputs=OutputSwitches(**{o: bool(values[f'publish.{o}']) for o in OUTPUTS}),
         friction=bool(values['friction']), markers_rate=float(values['markers_rate']),
         require_all_joints=bool(values['require_all_joints']),
         initial_q=_initial_q(model, initial),
         quiet_period=float(values['diagnostics.quiet_period']),
-        limits=input_limits(values), dynamics=dynamics, ik=ik)
+        limits=input_limits(values), dynamics=dynamics, ik=ik, base=base_settings)
 
 
 def joints_moving(model, frame):
@@ -223,12 +232,15 @@ def _pairs(values, prefix):
 
 def _initial_q(model, pairs):
     """Positions (nq,) of joints never heard of: the initial positions given, else 0 clamped
-    into the limits; a given one outside its limits is refused.
+    into the limits (floating and planar joints at their neutral); a given one outside its
+    limits is refused.
     """
-    q = np.clip(np.zeros(model.nq), model.lower_limits, model.upper_limits)
+    q = model.neutral()
+    a = model.actuated_q_index
+    q[a] = np.clip(0.0, model.lower_limits[a], model.upper_limits[a])
     joints, positions = pairs
     for joint, x in zip(_known_joints(model, 'initial_positions.joints', joints), positions):
-        i = model.joint_index(joint)
+        i = model.joint_idx_q[model.joint_index(joint)]
         if not model.lower_limits[i] <= x <= model.upper_limits[i]:
             raise SettingsError('initial_positions.values', f'{joint}: {x:g} is outside its '
                                 f'limits [{model.lower_limits[i]:g}, {model.upper_limits[i]:g}]')
@@ -275,10 +287,10 @@ def _rotor_lists(values):
 
 
 def _rotor_inertia(model, joints, reflected):
-    """Rotor inertia reflected at each joint of ``model`` (nq,) [kg m^2]."""
-    out = np.zeros(model.nq)
+    """Rotor inertia reflected at each velocity coordinate of ``model`` (nv,) [kg m^2]."""
+    out = np.zeros(model.nv)
     for joint, value in zip(_known_joints(model, 'rotor_inertia.joints', joints), reflected):
-        out[model.joint_index(joint)] = value
+        out[model.joint_idx_v[model.joint_index(joint)]] = value
     return out
 
 
@@ -314,7 +326,8 @@ def _known_frames(model, parameter, frames):
 
 
 def _known_joints(model, parameter, joints):
-    return _known(parameter, joints, model.joint_names, 'joints')
+    """``joints``, unless one is not an actuated (one-DOF, independent) joint of ``model``."""
+    return _known(parameter, joints, model.actuated_joint_names, 'joints')
 
 
 def _read_only(a):

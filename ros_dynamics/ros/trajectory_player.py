@@ -18,23 +18,25 @@ class TrajectoryPlayer:
         self._publisher = publisher
         self._diagnostics = diagnostics
         self._log = log
-        self._playing = None         # (model, Trajectory, start Time, index in q of its joints)
+        self._playing = None         # (model, Trajectory, start Time, (index in q, in v))
 
     def stop(self):
         """Play nothing (the model was replaced)."""
         self._playing = None
 
-    def receive(self, serving, msg):
+    def receive(self, serving, msg, q):
         """Validate ``msg`` against what is being served, publish its feedforward trajectory
-        and play it; a bad one is rejected (counted, warned). Returns True for a huge message.
+        and play it; a bad one is rejected (counted, warned). Its joints are actuated joints;
+        ``q`` (nq,) holds the other coordinates (a floating base's pose among them). Returns
+        True for a huge message.
         """
         model, current = serving.model, serving.settings
         try:
-            trajectory = from_message(msg, model.joint_names, current.limits.trajectory_points,
+            trajectory = from_message(msg, model.actuated_joint_names,
+                                      current.limits.trajectory_points,
                                       current.limits.trajectory_joints)
-            index = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
-            q = serving.merger.q.copy() if serving.merger.heard_any \
-                else model.middle_configuration()
+            joints = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
+            index = (model.joint_idx_q[joints], model.joint_idx_v[joints])
             planned = outputs.feedforward_trajectory(model, current, msg, trajectory, index, q)
         except (InvalidTrajectory, outputs.NonFiniteOutput) as err:
             self._diagnostics.count('trajectories_rejected')
