@@ -1,4 +1,5 @@
 """Helpers for tests that talk to nodes over real rclpy: start a node process, wait for messages."""
+import contextlib
 import os
 import shutil
 import signal
@@ -113,3 +114,15 @@ def odometry_message(p, quat_xyzw, twist, frame='odom', child='base_link'):
     t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z = \
         (float(c) for c in twist)
     return msg
+
+
+@contextlib.contextmanager
+def client_node(name):
+    """Rclpy initialised and a node named ``name`` for a test module to talk through."""
+    rclpy.init()
+    node = rclpy.create_node(name)
+    try:
+        yield node
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 from robots import DEMO_ARM
-from ros_helpers import NodeProcess, spin_until
+from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -23,11 +23,8 @@ Q = [0.2, -0.7, 0.9, 0.1, 0.3, 0.0]
 
 @pytest.fixture(scope='module')
 def client():
-    rclpy.init()
-    node = rclpy.create_node('fault_client')
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
+    with client_node('fault_client') as node:
+        yield node
 
 
 def state():

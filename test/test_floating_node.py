@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from robots import SOLO12, erd, load_floating
-from ros_helpers import NodeProcess, odometry_message, spin_until
+from ros_helpers import NodeProcess, client_node, odometry_message, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -28,11 +28,8 @@ PREFIX = 'solo/'
 
 @pytest.fixture(scope='module')
 def client():
-    rclpy.init()
-    node = rclpy.create_node('floating_client')
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
+    with client_node('floating_client') as node:
+        yield node
 
 
 def odometry(p, quat_xyzw, twist, frame='odom', child='base_link'):

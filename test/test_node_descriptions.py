@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 from robots import DEMO_ARM
-from ros_helpers import NodeProcess, spin_until
+from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from geometry_msgs.msg import PoseStamped  # noqa: E402
@@ -47,11 +47,8 @@ def chain(links):
 
 @pytest.fixture(scope='module')
 def client():
-    rclpy.init()
-    node = rclpy.create_node('descriptions_client')
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
+    with client_node('descriptions_client') as node:
+        yield node
 
 
 def tip_topics(client, ns):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 from robots import DEMO_ARM
-from ros_helpers import NodeProcess, spin_until
+from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from geometry_msgs.msg import PoseStamped  # noqa: E402
@@ -18,11 +18,8 @@ MODEL = RobotModel.from_urdf_file(DEMO_ARM)
 
 @pytest.fixture(scope='module')
 def ros():
-    rclpy.init()
-    node = rclpy.create_node('test_client')
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
+    with client_node('test_client') as node:
+        yield node
 
 
 def joint_state(q, names=MODEL.joint_names, stamp_sec=0):

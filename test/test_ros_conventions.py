@@ -5,7 +5,7 @@ the services, QoS overrides, diagnostics per node with a quiet period, per-cause
 import numpy as np
 import pytest
 from robots import DEMO_ARM
-from ros_helpers import NodeProcess, spin_until
+from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
@@ -27,11 +27,8 @@ Q = np.array([0.3, -0.9, 1.2, -0.4, 0.7, 0.1])
 
 @pytest.fixture(scope='module')
 def client():
-    rclpy.init()
-    node = rclpy.create_node('conventions_client')
-    yield node
-    node.destroy_node()
-    rclpy.shutdown()
+    with client_node('conventions_client') as node:
+        yield node
 
 
 def start(tmp_path, ns, *args):
