@@ -84,12 +84,13 @@ class TipJacobians:
         return J_world_tip
 
 
-def kinematics_pass(model, settings, q, qd):
+def kinematics_pass(model, settings, q, qd, velocities=False):
     """The one kinematics pass of a joint state: with the base fixed to the world, twists are
-    ``J qd`` and body velocities are not needed.
+    ``J qd`` and body velocities are only needed when asked for (``velocities``: the
+    external-torque observer).
     """
-    return kinematics.forward_kinematics(model, q, None if settings.base_fixed else qd,
-                                         check=False)
+    use_qd = velocities or not settings.base_fixed
+    return kinematics.forward_kinematics(model, q, qd if use_qd else None, check=False)
 
 
 def holding_torques(model, state, settings, wrenches, jacobians_):
