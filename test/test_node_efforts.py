@@ -10,7 +10,7 @@ truth.
 """
 import numpy as np
 import pytest
-from robots import UR5, erd, load
+from robots import DEMO_ARM, UR5, erd, load
 from ros_helpers import NodeProcess, spin_until
 from simulation import (
     UR5_WORKING_POSTURE,
@@ -26,7 +26,7 @@ from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParametersAtomically  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Bool  # noqa: E402
+from std_msgs.msg import Bool, String  # noqa: E402
 
 from ros_dynamics.engine import Payload, collision_thresholds  # noqa: E402
 from ros_dynamics.engine.observers import observe  # noqa: E402
@@ -361,4 +361,17 @@ def test_hostile_efforts_stamps_and_identify_requests(ros, ur5):
     assert spin_until(robot.client, lambda: robot.diagnostics, 3.0)
     values = {kv.key: kv.value for kv in robot.diagnostics[-1].values}
     assert int(values['efforts_dropped']) >= 4 and int(values['observer_resets']) >= 3
+    # A new robot description during a recording cuts it short (the last check: the node
+    # serves the demo arm afterwards).
+    future = identify.call_async(request)
+    spin_until(robot.client, lambda: False, 0.3)
+    for _ in range(30):
+        answered(send(g))
+    description = robot.client.create_publisher(String, f'/{NS}/robot_description',
+                                                COLLISION_QOS)
+    with open(DEMO_ARM) as f:
+        description.publish(String(data=f.read()))
+    assert spin_until(robot.client, future.done, 10.0)
+    assert future.result().error_code == codes.INTERRUPTED, future.result().message
+    assert 'description' in future.result().message
     assert node.proc.poll() is None
