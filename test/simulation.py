@@ -108,6 +108,25 @@ def simulate(plant, controller, reference, duration, rng, *, push=None, torque_n
     return Recording(t, Q, V, TAU, q_measured, v_measured, TAU + noise)
 
 
+#: A posture of the UR5 well away from singularities, where the tool's Jacobian has full rank.
+UR5_WORKING_POSTURE = [0.3, -1.2, 1.2, -1.0, 1.2, 0.5]
+
+
+def tool_push_recording(model, seed=21):
+    """``(wrench, t_push, recording)``: the UR5 ``model`` moving slowly around
+    :data:`UR5_WORKING_POSTURE` for 0.7 s, a constant wrench (6,) [N, N m] (on the robot, world
+    axes) pushing its tool0 from ``t_push`` = 0.5 s.
+    """
+    rng = np.random.default_rng(seed)
+    motion = exciting_motion(model, rng, speed=0.2, center=UR5_WORKING_POSTURE, reach=0.3,
+                             duration=1.0)
+    wrench = np.array([12.0, -15.0, 20.0, 1.0, -0.5, 0.8])
+    t_push = 0.5
+    recording = simulate(model, model, motion, 0.7, rng,
+                         push=lambda t: {'tool0': wrench} if t >= t_push else None)
+    return wrench, t_push, recording
+
+
 def box_inertia(mass, size):
     """Inertia [kg m^2] about its center of a solid box of ``mass`` [kg] and ``size`` (3,) [m]."""
     a, b, c = np.asarray(size, dtype=float) ** 2

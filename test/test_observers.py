@@ -9,7 +9,7 @@ with the truth.
 import numpy as np
 import pytest
 from robots import DEMO_ARM, TREE_URDF, UR5, erd, load
-from simulation import DT, exciting_motion, simulate
+from simulation import DT, UR5_WORKING_POSTURE, exciting_motion, simulate, tool_push_recording
 
 from ros_dynamics.engine import (
     InvalidInputError,
@@ -25,8 +25,6 @@ from ros_dynamics.engine import (
 from ros_dynamics.engine.observers import observe
 
 GAIN = 50.0                  # [1/s]: time constant 20 ms
-#: A posture of the UR5 well away from singularities, where the tool's Jacobian has full rank.
-UR5_WORKING_POSTURE = [0.3, -1.2, 1.2, -1.0, 1.2, 0.5]
 
 
 @pytest.fixture(scope='module')
@@ -35,13 +33,7 @@ def ur5():
 
 
 def test_known_wrench_at_the_tool_is_estimated_within_five_time_constants(ur5):
-    rng = np.random.default_rng(21)
-    motion = exciting_motion(ur5, rng, speed=0.2, center=UR5_WORKING_POSTURE, reach=0.3,
-                             duration=1.0)
-    wrench = np.array([12.0, -15.0, 20.0, 1.0, -0.5, 0.8])        # on the robot, world axes
-    t_push = 0.5
-    recording = simulate(ur5, ur5, motion, 0.7, rng,
-                         push=lambda t: {'tool0': wrench} if t >= t_push else None)
+    wrench, t_push, recording = tool_push_recording(ur5)          # on the robot, world axes
     tau_ext = observe(ur5, GAIN, recording.q_measured, recording.v_measured,
                       recording.tau_measured, recording.t)
     k = int(round((t_push + 5 / GAIN) / DT))

@@ -205,3 +205,30 @@ def test_defaults_of_joints_never_heard_of_and_the_joints_each_tip_depends_on():
     with pytest.raises(SettingsError, match=r'tip_frames: 2 tip frames, more than '
                                             r'max_tip_frames \(1\)'):
         validate(values(tip_frames=['tool0', 'upper_arm_link'], max_tip_frames=1), MODEL)
+
+
+def test_effort_settings_thresholds_per_actuated_joint_and_identify_frame():
+    m = RobotModel.from_urdf_file(DEMO_ARM)
+    s = validate(values(**{'collision.threshold': 7.0, 'observer.gain': 80.0,
+                           'collision.thresholds.joints': ['elbow_joint'],
+                           'collision.thresholds.values': [3.5]}), m)
+    expected = np.full(len(m.actuated_joint_names), 7.0)
+    expected[m.actuated_joint_names.index('elbow_joint')] = 3.5
+    np.testing.assert_array_equal(s.effort.thresholds, expected)
+    assert s.effort.gain == 80.0 and not s.effort.thresholds.flags.writeable
+    for change, match in (
+            ({'collision.thresholds.joints': ['nope'], 'collision.thresholds.values': [1.0]},
+             'collision.thresholds.joints: unknown joints'),
+            ({'collision.thresholds.joints': ['elbow_joint'],
+              'collision.thresholds.values': [0.0]}, 'collision.thresholds.values: elbow_joint'),
+            ({'collision.thresholds.joints': ['elbow_joint'],
+              'collision.thresholds.values': [math.nan]}, 'collision.thresholds.values'),
+            ({'collision.thresholds.joints': ['elbow_joint'],
+              'collision.thresholds.values': [1.0, 2.0]}, 'one value per joint'),
+            ({'observer.gain': 0.0}, 'observer.gain'),
+            ({'efforts.max_stamp_gap': math.inf}, 'efforts.max_stamp_gap'),
+            ({'identify.max_duration': -1.0}, 'identify.max_duration'),
+            ({'identify.frame': 'nowhere'}, 'identify.frame: unknown frames'),
+            ({'identify.frame': m.root_link}, 'fixed to the base')):
+        with pytest.raises(SettingsError, match=match):
+            validate(values(**change), m)

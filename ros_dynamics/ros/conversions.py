@@ -36,3 +36,10 @@ def wrench_to_vector6(wrench):
     """``[force; torque]`` (6,) of a ``geometry_msgs/Wrench``."""
     f, t = wrench.force, wrench.torque
     return np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=float)
+
+
+def vector6_to_wrench(w, wrench):
+    """Fill a ``geometry_msgs/Wrench`` from ``[force; torque]`` (6,)."""
+    wrench.force.x, wrench.force.y, wrench.force.z = (float(x) for x in w[:3])
+    wrench.torque.x, wrench.torque.y, wrench.torque.z = (float(x) for x in w[3:])
+    return wrench

@@ -1,9 +1,11 @@
 """Counters and compute times of the dynamics node, summarised as a diagnostic status.
 
-The status is WARN without a model, while joints are at their defaults (never heard of), and
-for ``quiet_period`` seconds after the last dropped or refused input or caught callback error,
-while a lasting condition holds (:attr:`Diagnostics.conditions`: stale odometry); else OK.
-Counters are safe to increment from the node's several executor threads.
+The status is ERROR while any joint's external torque is above its collision threshold and for
+``quiet_period`` seconds after the last collision ended (the joints named); else WARN without a
+model, while joints are at their defaults (never heard of), for ``quiet_period`` seconds after
+the last dropped or refused input or caught callback error, and while a lasting condition holds
+(:attr:`Diagnostics.conditions`: stale odometry); else OK. Counters are safe to increment from
+the node's several executor threads.
 """
 import threading
 import time
@@ -17,7 +19,8 @@ from .throttled_log import clip
 COUNTERS = ('joint_states', 'dropped', 'published', 'trajectories', 'trajectories_rejected',
             'descriptions_refused', 'wrenches_rejected', 'stamps_backwards',
             'outputs_not_finite', 'requests_refused', 'callback_errors', 'odometry',
-            'odometry_rejected', 'stances_unheld')
+            'odometry_rejected', 'stances_unheld', 'efforts_dropped', 'observer_resets',
+            'collisions', 'wrench_estimates_singular', 'payloads_identified')
 #: The counters that make the status WARN (for the quiet period after they last grew).
 PROBLEMS = {'dropped': 'invalid joint states dropped',
             'trajectories_rejected': 'trajectories rejected',
@@ -26,7 +29,9 @@ PROBLEMS = {'dropped': 'invalid joint states dropped',
             'outputs_not_finite': 'outputs not finite, not published',
             'callback_errors': 'errors caught in callbacks',
             'odometry_rejected': 'odometry rejected',
-            'stances_unheld': 'contacts cannot hold the robot, gravity torques not published'}
+            'stances_unheld': 'contacts cannot hold the robot, gravity torques not published',
+            'efforts_dropped': 'invalid efforts dropped',
+            'observer_resets': 'external-torque observer reset (stamps backwards or a gap)'}
 
 
 class Diagnostics:
@@ -38,6 +43,9 @@ class Diagnostics:
         self.defaulted = []                 # joints at their default positions (names)
         self.conditions = {}                # name -> note of a lasting WARN (stale odometry)
         self.values = {}                    # name -> extra value reported (the base state)
+        self.colliding = ()                 # joints in collision now (names)
+        self._collided = ()                 # joints of the last collision
+        self._collision_end = None          # monotonic time the last collision ended
         self._last_problem = {}             # counter -> monotonic time it last grew
         self._compute_times = []
         self._lock = threading.Lock()
@@ -48,6 +56,14 @@ class Diagnostics:
             self.counters[counter] += 1
             if counter in PROBLEMS:
                 self._last_problem[counter] = time.monotonic()
+
+    def collision(self, joints):
+        """The joints (names) in collision from now on; () when none is."""
+        if joints:
+            self._collided = tuple(joints)
+        elif self.colliding:
+            self._collision_end = time.monotonic()
+        self.colliding = tuple(joints)
 
     def published(self, seconds):
         """Count one output pass that took ``seconds`` [s]."""
@@ -70,7 +86,16 @@ class Diagnostics:
             values = dict(self.counters)
         defaulted = list(self.defaulted)
         conditions = list(self.conditions.values())
-        if model is None:
+        colliding, end = self.colliding, self._collision_end
+        if colliding:
+            status.level = DiagnosticStatus.ERROR
+            status.message = f'collision: external torques above their thresholds at ' \
+                             f'{clip(", ".join(colliding), 300)}'
+        elif end is not None and now - end < self.quiet_period:
+            status.level = DiagnosticStatus.ERROR
+            status.message = f'collision {now - end:.1f} s ago at ' \
+                             f'{clip(", ".join(self._collided), 300)}'
+        elif model is None:
             status.level, status.message = DiagnosticStatus.WARN, 'no robot model loaded'
         elif recent or defaulted or conditions:
             notes = recent + conditions + (
@@ -87,6 +112,8 @@ class Diagnostics:
         if defaulted:
             values['joints_at_default'] = clip(', '.join(defaulted))
         values.update(self.values)
+        if colliding:
+            values['joints_in_collision'] = clip(', '.join(colliding))
         status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
         array = DiagnosticArray()
         array.header.stamp = stamp

@@ -23,7 +23,9 @@ Every callback is :func:`~ros_dynamics.ros.guard.guarded`: an unexpected excepti
 counted and the input dropped. Logs are throttled per cause
 (:class:`~ros_dynamics.ros.throttled_log.ThrottledLog`); counters and the 1 Hz status are
 :mod:`~ros_dynamics.ros.diagnostics`. Services ``~/compute_fk`` and ``~/solve_ik`` run on a
-companion node (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`).
+companion node (:class:`~ros_dynamics.ros.kinematics_services.KinematicsServiceNode`), and
+``~/identify_payload`` (:mod:`~ros_dynamics.ros.identify_service`) beside them. Joint states with
+efforts feed the external-torque observer (:mod:`~ros_dynamics.ros.effort_monitor`).
 """
 from dataclasses import dataclass
 import sys
@@ -43,6 +45,7 @@ from .conversions import wrench_to_vector6
 from .diagnostics import Diagnostics
 from .frame_names import FramePrefix
 from .guard import guarded
+from .identify_service import IdentifyPayloadService
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
 from .memory import HUGE_INPUT, release_free_memory
@@ -105,6 +108,7 @@ class DynamicsNode(Node):
         self._huge_input = False     # a huge input was served: give memory back at the next tick
         self._outputs = OutputPublisher(self, self.diagnostics, self._log,
                                         self._guard(self._on_wrench, 'wrenches'))
+        self.payload_recorder = self._outputs.efforts.recorder
         self._player = TrajectoryPlayer(self.get_clock(), self._outputs.ff_trajectory,
                                         self.diagnostics, self._log)
         self._base = OdometryInput(self, values['root_joint'], lambda: self._serving,
@@ -290,6 +294,7 @@ class DynamicsNode(Node):
             more = f' and {unknown - len(some)} more' if unknown > len(some) else ''
             self._log.warning(f'joint states name joints the model does not have: {some}'
                               f'{more}; ignored', cause='unknown joints')
+        effort = self._outputs.efforts.take(serving, merger, msg)
         ready = self._readiness(serving)
         if ready is False:
             return
@@ -302,7 +307,7 @@ class DynamicsNode(Node):
         self._last_stamp = stamp
         if self._publish_rate <= 0:
             self._outputs.publish(serving, *self._base.state(serving), stamp, ready,
-                                  self._wrenches, self._player.feedforward)
+                                  self._wrenches, self._player.feedforward, effort)
 
     def _readiness(self, serving):
         """False while nothing may be published; else per tip whether the joints it depends
@@ -337,7 +342,7 @@ class DynamicsNode(Node):
         if ready is not False:
             self._outputs.publish(serving, *self._base.state(serving),
                                   self.get_clock().now().to_msg(), ready, self._wrenches,
-                                  self._player.feedforward)
+                                  self._player.feedforward, self._outputs.efforts.latest)
 
     def _on_wrench(self, tip, msg):
         serving = self._serving
@@ -396,7 +401,9 @@ def _build_nodes():
     if not services.available:
         services.destroy_node()
         return [node]
+    identify = IdentifyPayloadService(services, node, node.payload_recorder, node.diagnostics)
     node.follow(lambda model, current: services.serve(model, current.ik, current.frame_prefix))
+    node.follow(identify.serve)
     return [node, services]
 
 

@@ -6,6 +6,11 @@ above the engine's :data:`~ros_dynamics.engine.kinematics.MAX_JOINT_VALUE` for a
 model, is dropped too. ``velocity`` may be empty (zero velocity) or as long as ``name``. Names the
 model does not know are ignored (reported by the caller). Joints never heard of keep their
 default positions (``initial_q``) and :attr:`JointStateMerger.received` says which were heard.
+
+Efforts are merged apart (:meth:`JointStateMerger.update_efforts`), with the same checks: a
+message's bad efforts are dropped without its positions. :attr:`JointStateMerger.moving`
+says which joints' velocities came from a message (not taken as zero) the last time they were
+heard of, :attr:`JointStateMerger.effort_received` which joints' efforts were ever heard.
 """
 import numpy as np
 
@@ -38,6 +43,9 @@ class JointStateMerger:
         self.q = np.zeros(n) if initial_q is None else np.array(initial_q, dtype=float)
         self.qd = np.zeros(n)
         self.received = np.zeros(n, dtype=bool)
+        self.moving = np.zeros(n, dtype=bool)          # velocity given when last heard of
+        self.effort = np.zeros(n)
+        self.effort_received = np.zeros(n, dtype=bool)
         self._cache = {}
 
     @property
@@ -100,7 +108,23 @@ class JointStateMerger:
         self.q[dst] = pos
         self.qd[dst] = vel
         self.received[dst] = True
+        self.moving[dst] = len(velocities) > 0
         return unknown
+
+    def update_efforts(self, names, efforts):
+        """Merge one message's efforts (after :meth:`update` took its positions); returns
+        False when it holds none. Raises :class:`InvalidJointState` (and changes nothing) when
+        they are not one per name or not finite and bounded.
+        """
+        if not len(efforts):
+            return False
+        if len(efforts) != len(names):
+            raise InvalidJointState(f'{len(names)} names but {len(efforts)} efforts '
+                                    '(expected 0 or one per name)')
+        src, dst, _ = self._mapping(tuple(names))
+        self.effort[dst] = _bounded(efforts, src, names, 'effort')
+        self.effort_received[dst] = True
+        return True
 
 
 def _bounded(values, src, names, what):

@@ -74,12 +74,12 @@ class KinematicsServiceNode(Node):
         ik_group, fk_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self.create_service(
             ComputeFK, dynamics_node.resolve_service_name('~/compute_fk'),
-            self._guard(self._on_compute_fk, 'compute_fk', _failure), qos_profile=SERVICE_QOS,
-            callback_group=fk_group)
+            self._guard(self._on_compute_fk, 'compute_fk', failure_response),
+            qos_profile=SERVICE_QOS, callback_group=fk_group)
         self.create_service(
             SolveIK, dynamics_node.resolve_service_name('~/solve_ik'),
-            self._guard(self._on_solve_ik, 'solve_ik', _failure), qos_profile=SERVICE_QOS,
-            callback_group=ik_group)
+            self._guard(self._on_solve_ik, 'solve_ik', failure_response),
+            qos_profile=SERVICE_QOS, callback_group=ik_group)
         self.create_timer(0.25, self._guard(self._prepare_seed_tables, 'seed tables'),
                           callback_group=ik_group)
         dynamics_node.add_post_set_parameters_callback(self._guard(self._follow_sim_time,
@@ -164,7 +164,7 @@ class KinematicsServiceNode(Node):
                                 self.get_clock().now().to_msg())
 
 
-def _failure(request, response, error):
+def failure_response(request, response, error):
     """The answer of a service whose callback raised: FAILURE and the cause."""
     response.success = False
     response.error_code = type(response).FAILURE

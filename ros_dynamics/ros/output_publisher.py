@@ -1,7 +1,8 @@
 """Publishing the outputs of the dynamics node: one kinematics pass per joint state, every
-output read from it (:mod:`~ros_dynamics.ros.outputs`, :mod:`~ros_dynamics.ros.base_outputs`),
-published only when all its numbers are finite; the rviz markers drawn at most at
-``markers_rate`` and cleared (DELETEALL) when what they show changes.
+output read from it (:mod:`~ros_dynamics.ros.outputs`, :mod:`~ros_dynamics.ros.base_outputs`;
+the external-torque observer's through :mod:`~ros_dynamics.ros.effort_monitor`), published only
+when all its numbers are finite; the rviz markers drawn at most at ``markers_rate`` and cleared
+(DELETEALL) when what they show changes.
 
 A floating or planar base whose contacts cannot hold it in a state (a
 :class:`~ros_dynamics.engine.exceptions.StanceError`): ``gravity_torques`` and
@@ -21,6 +22,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..engine.exceptions import StanceError
 from . import base_outputs, markers, outputs
+from .effort_monitor import EffortMonitor
 from .outputs import NonFiniteOutput
 from .tip_topics import TipTopics
 
@@ -50,12 +52,14 @@ class OutputPublisher:
         self._momentum = publisher(WrenchStamped, 'momentum')
         self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', DEPTH)
         self.tips = TipTopics(node, on_wrench)
+        self.efforts = EffortMonitor(node, diagnostics, log, self.tips)
         self._last_markers = 0.0
         self._shown = None            # (model, tips, frame id) the markers last drawn show
 
     def serve(self, model, settings):
         """Topics for ``settings``' tips; the markers cleared when what they show changes."""
         self.tips.update(settings.tips, settings.tip_tokens)
+        self.efforts.serve(model, settings)
         frame_id = settings.frame_prefix + settings.base_frame
         showing = (model, settings.tips + settings.base.contact_frames, frame_id) \
             if settings.outputs.markers else None
@@ -67,18 +71,23 @@ class OutputPublisher:
             self._shown = None
             self._last_markers = 0.0
 
-    def publish(self, serving, q, qd, stamp, ready, wrenches, feedforward):
+    def publish(self, serving, q, qd, stamp, ready, wrenches, feedforward, effort=None):
         """Compute and publish every output of one joint state (positions ``q``, velocities
         ``qd`` (nq,)); ``ready``: per tip, whether the joints it depends on are known (None:
         all); ``feedforward(model, settings, q)``: the feedforward command of the trajectory
-        playing, or None. Nothing of a pass whose numbers are not
-        finite is published (counted, warned).
+        playing, or None; ``effort``: the joint state's
+        :class:`~ros_dynamics.ros.effort_monitor.EffortSample`, or None. Nothing of a pass
+        whose numbers are not finite is published (counted, warned).
         """
         started = time.perf_counter()
         model, current, messages = serving.model, serving.settings, serving.messages
         on = current.outputs
-        state = outputs.kinematics_pass(model, current, q, qd)
+        state = outputs.kinematics_pass(model, current, q, qd, velocities=effort is not None)
         jacobians = outputs.TipJacobians(state)
+        try:                             # the collision signal first
+            self.efforts.update(serving, state, effort, ready)
+        except NonFiniteOutput as err:
+            self._not_finite(err)
         try:
             tau = self._gravity_torques(model, state, current, wrenches, jacobians)
             tips = outputs.tip_messages(model, state, current, qd, stamp, jacobians, messages,

@@ -86,13 +86,13 @@ class TipJacobians:
         return J_world_tip
 
 
-def kinematics_pass(model, settings, q, qd):
+def kinematics_pass(model, settings, q, qd, velocities=False):
     """The one kinematics pass of a joint state (``q`` (nq,), ``qd`` (nv,)): with the base
     fixed to the world, twists are ``J qd`` and body velocities are only needed for the
-    momentum.
+    momentum or when asked for (``velocities``: the external-torque observer).
     """
-    fixed = settings.base_fixed and not settings.outputs.momentum
-    return kinematics.forward_kinematics(model, q, None if fixed else qd, check=False)
+    use_qd = velocities or not settings.base_fixed or settings.outputs.momentum
+    return kinematics.forward_kinematics(model, q, qd if use_qd else None, check=False)
 
 
 def holding_torques(model, state, settings, wrenches, jacobians_):

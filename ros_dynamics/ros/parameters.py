@@ -10,7 +10,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 
 #: Output groups, each switched by a ``publish.<group>`` parameter.
 OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers',
-           'center_of_mass', 'momentum')
+           'center_of_mass', 'momentum', 'external_torques', 'wrench_estimates')
 #: Output groups off by default: the centroidal momentum needs velocities in every kinematics
 #: pass (about 50 us per joint state on a 6-joint arm), worth it for floating bases.
 OFF_BY_DEFAULT = ('momentum',)
@@ -76,6 +76,38 @@ FLOATING_BASE_PARAMETERS = (
                   '0: bilateral contacts, least-norm forces', range=(0.0, 100.0)),
 )
 
+#: Parameters of what the node makes of measured efforts: the momentum observer, the collision
+#: signal and payload identification (issue 17).
+EFFORT_PARAMETERS = (
+    ParameterSpec('observer.gain', 50.0, 'Gain K of the momentum observer of external joint '
+                  'torques (time constant 1/K: higher reacts faster and passes more noise)',
+                  '1/s', (0.01, 10000.0)),
+    ParameterSpec('observer.friction', False, 'Efforts are measured at the motors: subtract '
+                  "the URDF's joint friction before the observer (leave false for joint-side "
+                  'torque sensors)'),
+    ParameterSpec('efforts.max_stamp_gap', 0.1, 'Longest time between the stamps of two joint '
+                  'states with efforts; a longer gap, or a stamp going backwards, resets the '
+                  'observer (counted) and cuts a payload recording short', 's', (1e-4, 60.0)),
+    ParameterSpec('collision.threshold', 10.0, 'External torque above which a joint is in '
+                  'collision, for joints not in collision.thresholds.joints', 'N m or N',
+                  (1e-6, 1e6)),
+    ParameterSpec('collision.thresholds.joints', [''], 'Joints with a threshold of their own',
+                  constraints='actuated joints of the model, one per value'),
+    ParameterSpec('collision.thresholds.values', [0.0], 'Their thresholds', 'N m or N',
+                  constraints='finite values in [1e-6, 1e6], one per joint'),
+    ParameterSpec('wrench_estimates.force_only', False, 'Estimate a force through each tip '
+                  "frame's origin alone (arms with fewer than 6 joints) instead of a wrench"),
+    ParameterSpec('identify.frame', '', 'Default frame of ~/identify_payload; empty: the IK '
+                  'tip frame', constraints='a frame of the model moved by a joint'),
+    ParameterSpec('identify.max_duration', 120.0, 'Longest recording a ~/identify_payload '
+                  'request may ask for', 's', (0.1, 3600.0)),
+    ParameterSpec('identify.max_samples', 200_000, 'Most joint states one recording keeps '
+                  '(the recording ends when full)', range=(100, 10_000_000)),
+    ParameterSpec('identify.max_condition', 100.0, 'Largest condition number of the mass and '
+                  'center-of-mass regressor columns accepted (above: the motion does not '
+                  'excite the payload enough)', range=(1.0, 1e6)),
+)
+
 PARAMETERS = (
     ParameterSpec('robot_description', '', 'URDF text of the robot (as robot_state_publisher '
                   'takes it); empty: use urdf_file, else the robot_description topic',
@@ -100,7 +132,7 @@ PARAMETERS = (
                   'empty: the URDF root link'),
     ParameterSpec('tip_frames', [''], 'Frames whose poses (and twists, Jacobians, wrenches) '
                   'are handled; empty: the leaf links', constraints='frames of the model'),
-    ParameterSpec('max_tip_frames', 100, 'Most tip frames (each has 3 publishers and a '
+    ParameterSpec('max_tip_frames', 100, 'Most tip frames (each has 4 publishers and a '
                   'subscription); a model with more leaf links needs tip_frames',
                   range=(1, 10_000)),
     ParameterSpec('command_joints', [''], 'Joint order of the Float64MultiArray effort '
@@ -165,6 +197,7 @@ PARAMETERS = (
                   'start solves near their targets (the default tip at startup, others after '
                   'their first request); 0: random starts only', range=(0, 1_000_000),
                   read_only=True),
+    *EFFORT_PARAMETERS,
 )
 SPECS = {spec.name: spec for spec in PARAMETERS}
 

@@ -40,6 +40,8 @@ class OutputSwitches:
     markers: bool = True
     center_of_mass: bool = True
     momentum: bool = False
+    external_torques: bool = True
+    wrench_estimates: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,26 @@ class IKSettings:
     active_joints: tuple = None
     max_position_tolerance: float = SPECS['ik.position_tolerance'].range[1]
     max_orientation_tolerance: float = SPECS['ik.orientation_tolerance'].range[1]
+
+
+@dataclass(frozen=True, eq=False)
+class EffortSettings:
+    """What the node makes of measured efforts: the observer's gain [1/s] and friction switch,
+    the longest stamp gap [s], the collision thresholds (n_actuated,) [N m or N] of the model's
+    actuated joints, force-only wrench estimates, and the bounds of ``~/identify_payload``
+    (default frame, '' for the IK tip; longest recording [s]; most samples; largest condition
+    number).
+    """
+
+    gain: float
+    friction: bool
+    max_stamp_gap: float
+    thresholds: np.ndarray
+    force_only: bool
+    identify_frame: str
+    identify_max_duration: float
+    identify_max_samples: int
+    identify_max_condition: float
 
 
 @dataclass(frozen=True)
@@ -93,6 +115,7 @@ class NodeSettings:
     limits: InputLimits
     dynamics: DynamicSettings  # the engine's settings of the model: gravity, rotor inertia, payload
     ik: IKSettings
+    effort: EffortSettings     # observer, collision signal, payload identification
     base: BaseSettings = BaseSettings()   # root joint, base state, contacts
 
 
@@ -122,6 +145,7 @@ def validate(values, model=None):
     payload = _payload(values)
     initial = _pairs(values, 'initial_positions')
     base_settings = validate_base(values, model)
+    thresholds = _pairs(values, 'collision.thresholds')
     if model is None:
         return None
     tips = tuple(_known_frames(model, 'tip_frames', _names(values['tip_frames']))
@@ -165,7 +189,8 @@ def validate(values, model=None):
         require_all_joints=bool(values['require_all_joints']),
         initial_q=_initial_q(model, initial),
         quiet_period=float(values['diagnostics.quiet_period']),
-        limits=input_limits(values), dynamics=dynamics, ik=ik, base=base_settings)
+        limits=input_limits(values), dynamics=dynamics, ik=ik,
+        effort=_effort(model, values, thresholds), base=base_settings)
 
 
 def joints_moving(model, frame):
@@ -174,6 +199,32 @@ def joints_moving(model, frame):
     """
     dofs = np.flatnonzero(model.dof_mask(model.frame_body[model.frame_index(frame)]))
     return np.any(model.rate_matrix(dofs) != 0, axis=0)
+
+
+def _effort(model, values, thresholds):
+    """:class:`EffortSettings` of the values, thresholds per actuated joint of ``model``."""
+    frame = values['identify.frame']
+    if frame:
+        _known_frames(model, 'identify.frame', [frame])
+        if model.frame_body[model.frame_index(frame)] == 0:
+            raise SettingsError('identify.frame', f'{frame!r} is fixed to the base; no joint '
+                                                  'carries a payload on it')
+    low, high = SPECS['collision.threshold'].range
+    per_joint = np.full(len(model.actuated_joint_names), float(values['collision.threshold']))
+    joints, limits = thresholds
+    for joint, limit in zip(_known_joints(model, 'collision.thresholds.joints', joints),
+                            limits):
+        if not low <= limit <= high:
+            raise SettingsError('collision.thresholds.values', f'{joint}: expected a threshold '
+                                f'in [{low:g}, {high:g}] N m or N, got {limit:g}')
+        per_joint[model.actuated_joint_names.index(joint)] = limit
+    return EffortSettings(
+        gain=float(values['observer.gain']), friction=bool(values['observer.friction']),
+        max_stamp_gap=float(values['efforts.max_stamp_gap']), thresholds=_read_only(per_joint),
+        force_only=bool(values['wrench_estimates.force_only']), identify_frame=frame,
+        identify_max_duration=float(values['identify.max_duration']),
+        identify_max_samples=int(values['identify.max_samples']),
+        identify_max_condition=float(values['identify.max_condition']))
 
 
 # --- checks -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The per-tip topics of the dynamics node: ``poses/<tip>``, ``twists/<tip>``,
-``jacobians/<tip>`` published, ``wrenches/<tip>`` subscribed; ``<tip>`` is the tip frame's
-:func:`~ros_dynamics.ros.frame_names.topic_token`.
+``jacobians/<tip>``, ``wrench_estimates/<tip>`` published, ``wrenches/<tip>`` subscribed;
+``<tip>`` is the tip frame's :func:`~ros_dynamics.ros.frame_names.topic_token`.
 
 :class:`TipTopics` keeps exactly the topics of the tips served: :meth:`TipTopics.update` creates
 those of new tips and destroys those of tips no longer served.
@@ -20,7 +20,8 @@ class TipTopics:
         """``on_wrench(tip, msg)`` is called with each wrench received for a tip."""
         self._node = node
         self._on_wrench = on_wrench
-        self._topics = {}          # tip -> (token, (pose, twist, Jacobian publishers), wrench sub)
+        # tip -> (token, (pose, twist, Jacobian publishers), wrench sub, wrench estimate pub)
+        self._topics = {}
 
     def update(self, tips, tokens):
         """Serve the topics of ``tips`` (named by ``tokens``), and only those."""
@@ -43,15 +44,21 @@ class TipTopics:
                 WrenchStamped, f'wrenches/{token}',
                 lambda msg, tip=tip: self._on_wrench(tip, msg), DEPTH,
                 qos_overriding_options=options)
-            self._topics[tip] = (token, publishers, subscription)
+            estimates = node.create_publisher(WrenchStamped, f'wrench_estimates/{token}', DEPTH,
+                                              qos_overriding_options=options)
+            self._topics[tip] = (token, publishers, subscription, estimates)
 
     def publishers(self, tip):
         """The (pose, twist, Jacobian) publishers of ``tip``."""
         return self._topics[tip][1]
 
+    def wrench_estimate_publisher(self, tip):
+        """The ``wrench_estimates/<tip>`` publisher of ``tip``."""
+        return self._topics[tip][3]
+
     def _destroy(self, tip):
-        _, publishers, subscription = self._topics.pop(tip)
-        for publisher in publishers:
+        _, publishers, subscription, estimates = self._topics.pop(tip)
+        for publisher in publishers + (estimates,):
             self._node.destroy_publisher(publisher)
         self._node.destroy_subscription(subscription)
 
