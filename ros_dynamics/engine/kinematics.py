@@ -240,26 +240,31 @@ def _own_settings(model, settings):
 def _body_poses(model, q, q_joint):
     """``T_world_body`` (..., n_bodies, 4, 4) for the configuration ``q`` and the one-DOF
     joints' positions ``q_joint``.
+
+    Every joint's transform ``T_parentbody_child`` comes from one product (its terms times its
+    basis); the chains of products from the root are then taken by pointer jumping
+    (:attr:`RobotModel.pose_jumps`): after step s each body holds its pose in its 2^s-th
+    ancestor, so a tree of depth d takes ceil(log2 d) batched products, not one per joint.
     """
     batch = q_joint.shape[:-1]
     n = model.n_moving
-    # Every joint's transform T_parentbody_child at once: its terms times its basis.
     terms = np.empty(batch + (n, 1, 4))
     np.cos(q_joint, out=terms[..., 0, 0])
     np.sin(q_joint, out=terms[..., 0, 1])
     terms[..., 0, 2] = 1.0
-    terms[..., 0, 3] = q_joint
+    T_flat = np.empty(batch + (model.n_bodies, 1, 16))
+    T_flat[..., 0, 0, :] = _EYE4.reshape(16)
     if model.uses_x_term:
-        local = (terms @ model.joint_transform_basis).reshape(batch + (n, 4, 4))
+        terms[..., 0, 3] = q_joint
+        np.matmul(terms, model.joint_transform_basis, out=T_flat[..., 1:, :, :])
     else:
-        local = (terms[..., :3] @ model.joint_transform_basis[:, :3]).reshape(batch + (n, 4, 4))
+        np.matmul(terms[..., :3], model.joint_transform_basis[:, :3], out=T_flat[..., 1:, :, :])
+    T = T_flat.reshape(batch + (model.n_bodies, 4, 4))
     for k, joint, start, _ in model.multi_dof_joints:
-        local[..., k, :, :] = model.joint_placement[k] @ joint.transform(
+        T[..., k + 1, :, :] = model.joint_placement[k] @ joint.transform(
             q[..., start:start + joint.nq])
-    T = np.empty(batch + (model.n_bodies, 4, 4))
-    T[..., 0, :, :] = _EYE4
-    for k, parent in enumerate(model.joint_parent_body):
-        np.matmul(T[..., parent, :, :], local[..., k, :, :], out=T[..., k + 1, :, :])
+    for ancestor in model.pose_jumps:
+        T = np.take(T, ancestor, axis=-3) @ T
     return T
 
 

@@ -172,6 +172,16 @@ class RobotModel(AlgorithmEntryPoints):
         motion = [m.motion_subspace.reshape(-1, 2, 3) @ A[k].T for k, m in enumerate(models)]
         self.dof_motion = _frozen(np.concatenate(motion).reshape(-1, 6) if n else
                                   np.zeros((0, 6)))
+        #: Ancestor indices for pointer jumping over the tree (each (n_bodies,), read-only):
+        #: step s maps every body to its 2^s-th ancestor (0, the base, past the root), so
+        #: products of poses along every path take ceil(log2(depth)) steps
+        #: (:func:`~ros_dynamics.engine.kinematics._body_poses`).
+        ancestor = np.concatenate([[0], topo.parent_body]).astype(int)
+        jumps = []
+        while ancestor.any():
+            jumps.append(_frozen(ancestor, int))
+            ancestor = ancestor[ancestor]
+        self.pose_jumps = tuple(jumps)
         #: Moving joints (root first) on the path from the root to each body.
         paths = [()]
         for k, parent in enumerate(topo.parent_body):
