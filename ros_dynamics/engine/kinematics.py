@@ -148,16 +148,44 @@ class KinematicState:
         ``[z; 0]`` for a prismatic one.
         """
         if self._S_world is None:
-            m = self.model
-            T = self.T_world_body[..., 1:, :, :] if m.n_dof == m.n_moving else \
-                self.T_world_body[..., m.dof_body, :, :]
-            n = m.n_dof
-            # Both halves of every dof's motion rotated into world at once: (..., n, 3, 2).
-            Rs = T[..., :3, :3] @ self.model.dof_motion.reshape(n, 2, 3).transpose(0, 2, 1)
-            linear, angular = Rs[..., 0], Rs[..., 1]
-            self._S_world = np.concatenate([linear + cross(T[..., :3, 3], angular), angular],
-                                           axis=-1)
+            self._S_world = self.motions_about()
         return self._S_world
+
+    def motions_about(self, point=None):
+        """Motion of each degree of freedom at unit rate (..., n_dof, 6), ``[v; w]`` in world
+        axes with ``v`` the velocity of the body point at ``point`` (..., 3) (world
+        coordinates; the world origin when None, which is :attr:`S_world`).
+
+        Each row is linear in its body's pose terms ``p_h[a] R[b, j]`` (``p_h`` the position
+        relative to ``point`` with a 1 appended): one product of them with the model's
+        :attr:`~ros_dynamics.engine.model.RobotModel.dof_motion_basis`.
+        """
+        T = self.T_world_dof
+        p_h = T[..., :, 3]
+        if point is not None:
+            p_h = p_h.copy()
+            p_h[..., :3] -= point[..., None, :]
+        terms = p_h[..., :, None, None] * T[..., None, :3, :3]
+        shape = terms.shape[:-3]
+        return (terms.reshape(shape + (1, 36)) @ self.model.dof_motion_basis).reshape(
+            shape + (6,))
+
+    def motions_at_joints(self):
+        """Motion of each degree of freedom at unit rate (..., n_dof, 6) at its own joint's
+        origin, in world axes: ``[R s_v; R s_w]`` (the pose terms of ``p_h = [0, 0, 0, 1]``).
+        """
+        T = self.T_world_dof
+        shape = T.shape[:-2]
+        R_flat = T[..., :3, :3].reshape(shape + (1, 9))
+        return (R_flat @ self.model.dof_motion_basis[:, 27:, :]).reshape(shape + (6,))
+
+    @property
+    def T_world_dof(self):
+        """Pose (..., n_dof, 4, 4) of the body each degree of freedom moves."""
+        m = self.model
+        if m.n_dof == m.n_moving:
+            return self.T_world_body[..., 1:, :, :]
+        return np.take(self.T_world_body, m.dof_body, axis=-3)
 
     def require(self, what, velocities=True, accelerations=False):
         """Raise :class:`InvalidInputError` naming ``what`` unless this pass was computed with

@@ -74,6 +74,22 @@ def _frozen(a, dtype=float):
     return a
 
 
+def _motion_basis(motion):
+    """(n, 36, 6) maps from pose terms ``p_h[a] R[b, j]`` to ``[R s_v + p x R s_w; R s_w]`` for
+    motions ``[s_v; s_w]`` (n, 6) given in the body frame.
+    """
+    epsilon = np.zeros((3, 3, 3))                    # Levi-Civita: cross(x, y)_c = e_cab x_a y_b
+    epsilon[0, 1, 2] = epsilon[1, 2, 0] = epsilon[2, 0, 1] = 1.0
+    epsilon[0, 2, 1] = epsilon[2, 1, 0] = epsilon[1, 0, 2] = -1.0
+    s_v, s_w = motion[:, :3], motion[:, 3:]
+    basis = np.zeros((len(motion), 4, 3, 3, 6))      # (dof, a, b, j, row of the motion)
+    basis[:, :3, :, :, :3] = np.einsum('cab,nj->nabjc', epsilon, s_w)    # p x R s_w
+    eye = np.eye(3)
+    basis[:, 3, :, :, :3] = np.einsum('bc,nj->nbjc', eye, s_v)          # R s_v
+    basis[:, 3, :, :, 3:] = np.einsum('bc,nj->nbjc', eye, s_w)          # R s_w
+    return basis.reshape(len(motion), 36, 6)
+
+
 class RobotModel(AlgorithmEntryPoints):
     """Kinematic tree of a robot, fixed or floating base, with its dynamic parameters (see the
     module docstring).
@@ -172,6 +188,11 @@ class RobotModel(AlgorithmEntryPoints):
         motion = [m.motion_subspace.reshape(-1, 2, 3) @ A[k].T for k, m in enumerate(models)]
         self.dof_motion = _frozen(np.concatenate(motion).reshape(-1, 6) if n else
                                   np.zeros((0, 6)))
+        #: (n_dof, 36, 6): each degree of freedom's motion in world, ``[R s_v + p x R s_w;
+        #: R s_w]`` for its body's pose (R, p), as a linear map of the body's pose terms
+        #: ``p_h[a] R[b, j]`` (``p_h = [p; 1]``, flattened (a, b, j); see
+        #: :attr:`~ros_dynamics.engine.kinematics.KinematicState.S_world`): one batched product.
+        self.dof_motion_basis = _frozen(_motion_basis(self.dof_motion))
         #: Ancestor indices for pointer jumping over the tree (each (n_bodies,), read-only):
         #: step s maps every body to its 2^s-th ancestor (0, the base, past the root), so
         #: products of poses along every path take ceil(log2(depth)) steps

@@ -109,19 +109,20 @@ def gravity_torques(model, state):
     """``g(q)`` (..., nv) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
-    the weight of the subtree is the spatial force ``[M_k g; C_k x g]`` at the world origin, and
-    joint k with motion ``S_k = [s_v; s_w]`` holds ``-S_k`` times it -- for a revolute joint at
-    ``p`` with axis ``z``, ``z . (g x (C_k - M_k p))``; for a prismatic one, ``-M_k z . g``:
-    RNEA at zero velocity and acceleration, summed once per joint.
+    the weight of the subtree about the joint's origin ``p`` is ``[M_k g; (C_k - M_k p) x g]``,
+    and joint k with motion ``[s_v; s_w]`` there (world axes) holds minus its work -- for a
+    revolute joint with axis ``z``, ``z . (g x (C_k - M_k p))``; for a prismatic one,
+    ``-M_k z . g``: RNEA at zero velocity and acceleration, summed once per joint. A body's
+    pose times its ``[m c; m]`` gives ``[C; M]`` in world at once, and the settings'
+    ``weight_map`` turns them into weights. Moments about each joint's origin, not the world's,
+    keep the rounding of chains far from the origin small.
     """
     settings = state.settings
-    g = settings.gravity
-    mass = settings.body_mass
-    first = model.subtree_sum(mass[:, None] * world_centers_of_mass(settings, state))
-    sub_mass = model.subtree_sum(mass[:, None])[:, 0]
-    S = state.S_world
-    tau = -sub_mass * (S[..., :3] @ g) - np.sum(S[..., 3:] * cross(first, g), axis=-1)
-    return model.to_independent_forces(tau)
+    moments = (state.T_world_body @ settings.body_mass_moment[:, :, None])[..., 0]
+    moved = model.subtree_sum(moments)                        # (..., n_dof, 4): [C; M]
+    moved[..., :3] -= moved[..., 3:] * state.T_world_dof[..., :3, 3]
+    weights = moved @ settings.weight_map                     # (..., n_dof, 6)
+    return model.to_independent_forces(-np.sum(state.motions_at_joints() * weights, axis=-1))
 
 
 def bias_torques(model, state):
