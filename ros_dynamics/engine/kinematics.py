@@ -39,6 +39,32 @@ _EYE4 = np.eye(4)
 _EYE4.setflags(write=False)
 
 
+def _force_transform_map():
+    """(36, 36): the force transform ``[[R, 0], [[p]x R, R]]`` of a pose, flattened, from its
+    pose terms ``p_h[a] R[b, j]`` (``p_h = [p; 1]``, flattened (a, b, j)).
+    """
+    out = np.zeros((4, 3, 3, 6, 6))
+    for b in range(3):
+        for j in range(3):
+            out[3, b, j, b, j] = out[3, b, j, 3 + b, 3 + j] = 1.0       # R
+    for c, a, b in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):                  # [p]x R
+        for j in range(3):
+            out[a, b, j, 3 + c, j] = 1.0
+            out[b, a, j, 3 + c, j] = -1.0
+    out.setflags(write=False)
+    return out.reshape(36, 36)
+
+
+_FORCE_TRANSFORM_MAP = _force_transform_map()
+
+
+def pose_terms(T):
+    """Products ``p_h[a] R[b, j]`` (..., 36) of poses ``T`` (..., 4, 4), ``p_h = [p; 1]``,
+    flattened (a, b, j): motion subspaces and force transforms are linear in them.
+    """
+    return (T[..., :, 3, None, None] * T[..., None, :3, :3]).reshape(T.shape[:-2] + (36,))
+
+
 def check_convention(expressed_in):
     """Raise :class:`InvalidInputError` unless ``expressed_in`` is one of :data:`CONVENTIONS`."""
     if expressed_in not in CONVENTIONS:
@@ -115,6 +141,7 @@ class KinematicState:
         self.q_joint = model.joint_positions(q)
         self.T_world_body = _body_poses(model, q, self.q_joint)
         self._S_world = None
+        self._X_world_body = None
         self._axes = None
         self.qd = self.qd_joint = self.V_world_body = None
         self.qdd = self.qdd_joint = self.A_world_body = None
@@ -165,10 +192,8 @@ class KinematicState:
         if point is not None:
             p_h = p_h.copy()
             p_h[..., :3] -= point[..., None, :]
-        terms = p_h[..., :, None, None] * T[..., None, :3, :3]
-        shape = terms.shape[:-3]
-        return (terms.reshape(shape + (1, 36)) @ self.model.dof_motion_basis).reshape(
-            shape + (6,))
+        terms = (p_h[..., :, None, None] * T[..., None, :3, :3]).reshape(p_h.shape[:-1] + (1, 36))
+        return (terms @ self.model.dof_motion_basis).reshape(p_h.shape[:-1] + (6,))
 
     def motions_at_joints(self):
         """Motion of each degree of freedom at unit rate (..., n_dof, 6) at its own joint's
@@ -178,6 +203,18 @@ class KinematicState:
         shape = T.shape[:-2]
         R_flat = T[..., :3, :3].reshape(shape + (1, 9))
         return (R_flat @ self.model.dof_motion_basis[:, 27:, :]).reshape(shape + (6,))
+
+    @property
+    def X_world_body(self):
+        """Force transform (..., n_bodies, 6, 6) of every body to world: a wrench ``[f; n]``
+        in the body's axes about its origin is ``X @ [f; n] = [R f; p x R f + R n]`` in world
+        about the world origin (one product of the pose terms).
+        """
+        if self._X_world_body is None:
+            T = self.T_world_body
+            self._X_world_body = (pose_terms(T) @ _FORCE_TRANSFORM_MAP).reshape(
+                T.shape[:-2] + (6, 6))
+        return self._X_world_body
 
     @property
     def T_world_dof(self):

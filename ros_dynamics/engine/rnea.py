@@ -39,6 +39,24 @@ def world_inertias(settings, state):
     return settings.body_mass, world_centers_of_mass(settings, state), inertia
 
 
+def world_spatial_inertias(settings, state):
+    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6), at the world origin,
+    from the dynamic settings ``settings``: ``X I_body X^T`` with ``X`` the body's force
+    transform to world.
+    """
+    X = state.X_world_body
+    return X @ settings.body_spatial_inertia @ np.swapaxes(X, -1, -2)
+
+
+def body_forces(settings, state, A):
+    """Net spatial forces ``I_b a_b + v_b x* I_b v_b`` (..., n_bodies, 6) on every body moving
+    with the state's velocities and accelerations ``A`` (..., n_bodies, 6), in world.
+    """
+    V = state.V_world_body
+    momenta = world_spatial_inertias(settings, state) @ np.stack([V, A], axis=-1)
+    return momenta[..., 1] + cross_force(V, momenta[..., 0])
+
+
 def apply_inertia(mass, com, inertia, motion):
     """Spatial inertia times a motion vector, from (mass, world com, world inertia about com):
     ``[m (v + w x c); c x m (v + w x c) + I_c w]`` (..., n_bodies, 6).
@@ -87,11 +105,7 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
     state.require('inverse dynamics', accelerations=True)
     settings = state.settings
-    mass, com, inertia = world_inertias(settings, state)
-    V = state.V_world_body
-    A = state.A_world_body + gravity_acceleration(settings)
-    h = apply_inertia(mass, com, inertia, V)
-    f = apply_inertia(mass, com, inertia, A) + cross_force(V, h)
+    f = body_forces(settings, state, state.A_world_body + gravity_acceleration(settings))
     if f_ext:
         f = f - external_body_forces(model, state, f_ext, f_ext_frame)
     tau = joint_torques(model, state, f) + settings.rotor_inertia * state.qdd
@@ -129,12 +143,9 @@ def bias_torques(model, state):
     """``C(q, qd) qd + g(q)`` (..., nv) from a state computed with q and qd."""
     state.require('bias torques')
     settings = state.settings
-    mass, com, inertia = world_inertias(settings, state)
-    V = state.V_world_body
     A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) \
         + gravity_acceleration(settings)
-    f = apply_inertia(mass, com, inertia, A) + cross_force(V, apply_inertia(mass, com, inertia, V))
-    return joint_torques(model, state, f)
+    return joint_torques(model, state, body_forces(settings, state, A))
 
 
 def kinetic_energy(model, state):
