@@ -215,11 +215,13 @@ class RobotModel(AlgorithmEntryPoints):
         #: are then one matrix product each), None for larger ones (then they loop over the
         #: joints, so that memory and build time stay linear in size).
         self.dof_moves_body = None
+        self._dense_ancestry = None
         if self.n_dof <= DENSE_LIMIT:
             moves = np.zeros((self.n_bodies, self.n_dof))
             for b in range(1, self.n_bodies):
                 moves[b] = self.dof_mask(b)
             self.dof_moves_body = _frozen(moves)
+            self._dense_ancestry = tuple(_frozen(a, a.dtype) for a in self.dof_ancestry())
         #: True when some joint has several degrees of freedom (a floating or planar joint).
         self.has_multi_dof = bool(self.n_dof != n)
 
@@ -472,8 +474,11 @@ class RobotModel(AlgorithmEntryPoints):
 
     def dof_ancestry(self) -> tuple[np.ndarray, np.ndarray]:
         """``ancestor[i, d]`` = 1 when dof i moves the body of dof d, itself included, and
-        ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each.
+        ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each (kept,
+        read-only, with the dense tree matrices).
         """
+        if self._dense_ancestry is not None:
+            return self._dense_ancestry
         return (self.moves_matrix()[self.dof_body].T,
                 self.dof_joint[:, None] == self.dof_joint[None, :])
 
