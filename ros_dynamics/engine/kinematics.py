@@ -309,7 +309,8 @@ def _body_poses(model, q, q_joint):
     Every joint's transform ``T_parentbody_child`` comes from one product (its terms times its
     basis); the chains of products from the root are then taken by pointer jumping
     (:attr:`RobotModel.pose_jumps`): after step s each body holds its pose in its 2^s-th
-    ancestor, so a tree of depth d takes ceil(log2 d) batched products, not one per joint.
+    ancestor, so a tree of depth d takes ceil(log2 d) batched products, not one per joint
+    (bodies already placed in world are multiplied by the base's identity).
     """
     batch = q_joint.shape[:-1]
     n = model.n_moving
@@ -328,8 +329,12 @@ def _body_poses(model, q, q_joint):
     for k, joint, start, _ in model.multi_dof_joints:
         T[..., k + 1, :, :] = model.joint_placement[k] @ joint.transform(
             q[..., start:start + joint.nq])
-    for ancestor in model.pose_jumps:
-        T = np.take(T, ancestor, axis=-3) @ T
+    for jump in model.pose_jumps:
+        if isinstance(jump, tuple):                 # a chain: consecutive ancestors
+            first, ancestors = jump
+            T[..., first:, :, :] = T[..., ancestors, :, :] @ T[..., first:, :, :]
+        else:
+            T = np.take(T, jump, axis=-3) @ T
     return T
 
 

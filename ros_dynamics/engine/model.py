@@ -193,14 +193,21 @@ class RobotModel(AlgorithmEntryPoints):
         #: ``p_h[a] R[b, j]`` (``p_h = [p; 1]``, flattened (a, b, j); see
         #: :attr:`~ros_dynamics.engine.kinematics.KinematicState.S_world`): one batched product.
         self.dof_motion_basis = _frozen(_motion_basis(self.dof_motion))
-        #: Ancestor indices for pointer jumping over the tree (each (n_bodies,), read-only):
+        #: Pointer jumping over the tree (:func:`~ros_dynamics.engine.kinematics._body_poses`):
         #: step s maps every body to its 2^s-th ancestor (0, the base, past the root), so
-        #: products of poses along every path take ceil(log2(depth)) steps
-        #: (:func:`~ros_dynamics.engine.kinematics._body_poses`).
+        #: products of poses along every path take ceil(log2(depth)) steps. Each step is
+        #: the ancestors of every body, a read-only index array, or, where the bodies that
+        #: still move from some ``first`` on have consecutive ancestors (a chain),
+        #: ``(first, slice of their ancestors)``, which needs no gather.
         ancestor = np.concatenate([[0], topo.parent_body]).astype(int)
         jumps = []
         while ancestor.any():
-            jumps.append(_frozen(ancestor, int))
+            first = int(np.argmax(ancestor > 0))
+            moved = ancestor[first:]
+            if np.array_equal(moved, moved[0] + np.arange(len(moved))):
+                jumps.append((first, slice(int(moved[0]), int(moved[0]) + len(moved))))
+            else:
+                jumps.append(_frozen(ancestor, int))
             ancestor = ancestor[ancestor]
         self.pose_jumps = tuple(jumps)
         #: Moving joints (root first) on the path from the root to each body.
