@@ -112,7 +112,7 @@ def _articulated_body(model, settings, state, tau, f_ext_bodies):
     if not np.all(D > 0):
         raise _singular(model, [model.moving_joint_names[j] for j in model.dof_joint], D > 0)
     a = np.empty(state.batch_shape + (model.n_bodies, 6))
-    a[..., 0, :] = rnea.gravity_acceleration(settings)
+    a[..., 0, :] = settings.base_acceleration
     qdd = np.empty(state.batch_shape + (model.n_dof,))
     for k in range(n):
         b, p, d = k + 1, model.joint_parent_body[k], model.joint_dof_start[k]

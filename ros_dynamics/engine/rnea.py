@@ -67,11 +67,6 @@ def apply_inertia(mass, com, inertia, motion):
     return np.concatenate([linear, angular], axis=-1)
 
 
-def gravity_acceleration(settings):
-    """Spatial acceleration ``[-g; 0]`` the base is given to account for gravity."""
-    return np.concatenate([-settings.gravity, np.zeros(3)])
-
-
 def external_body_forces(model, state, f_ext, f_ext_frame):
     """External wrenches as spatial forces at the world origin per body (..., n_bodies, 6)."""
     if f_ext_frame not in ('world', 'local'):
@@ -105,7 +100,7 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
     state.require('inverse dynamics', accelerations=True)
     settings = state.settings
-    f = body_forces(settings, state, state.A_world_body + gravity_acceleration(settings))
+    f = body_forces(settings, state, state.A_world_body + settings.base_acceleration)
     if f_ext:
         f = f - external_body_forces(model, state, f_ext, f_ext_frame)
     tau = joint_torques(model, state, f) + settings.rotor_inertia * state.qdd
@@ -144,7 +139,7 @@ def bias_torques(model, state):
     state.require('bias torques')
     settings = state.settings
     A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) \
-        + gravity_acceleration(settings)
+        + settings.base_acceleration
     return joint_torques(model, state, body_forces(settings, state, A))
 
 

@@ -100,7 +100,8 @@ class DynamicSettings:
     in its frame (a pose times it gives the world first moment and the mass);
     body_spatial_inertia (n_bodies, 6, 6) about each body's origin in its axes; weight_map
     (4, 6), which turns a mass ``M`` with world first moment ``C`` into its weight as a
-    wrench at the world origin, ``[C; M] @ weight_map = [M g; C x g]``.
+    wrench at the world origin, ``[C; M] @ weight_map = [M g; C x g]``; base_acceleration
+    (6,), ``[-g; 0]``, the spatial acceleration the base is given to account for gravity.
     """
 
     gravity: np.ndarray
@@ -116,6 +117,7 @@ class DynamicSettings:
     body_mass_moment: np.ndarray = field(init=False, repr=False, compare=False)
     body_spatial_inertia: np.ndarray = field(init=False, repr=False, compare=False)
     weight_map: np.ndarray = field(init=False, repr=False, compare=False)
+    base_acceleration: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         weight_map = np.zeros((4, 6))
@@ -126,7 +128,8 @@ class DynamicSettings:
                                              self.body_mass[:, None]], axis=1),
             body_spatial_inertia=spatial_inertia(self.body_mass, self.body_com,
                                                  self.body_inertia),
-            weight_map=weight_map)
+            weight_map=weight_map,
+            base_acceleration=np.concatenate([-self.gravity, np.zeros(3)]))
         for name, value in derived.items():
             object.__setattr__(self, name, _frozen(value))
 
