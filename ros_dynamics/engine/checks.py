@@ -25,6 +25,11 @@ def as_finite_array(x, name: str, limit: float = MAX_VALUE) -> np.ndarray:
     Raises :class:`ShapeError` for ragged nesting and :class:`InvalidInputError` for what is not
     real numbers (complex, dates, strings, objects) or for NaN, Inf and huge values.
     """
+    if type(x) is np.ndarray and x.dtype == np.float64 and limit <= MAX_VALUE and \
+            np.vdot(x, x) <= limit * limit:
+        # The common case in one NumPy call: a sum of squares within limit^2 holds no NaN or
+        # Inf and no entry beyond the limit (anything else takes the full checks below).
+        return x
     if isinstance(x, np.ndarray):
         kind = x.dtype.kind
     else:

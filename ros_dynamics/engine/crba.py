@@ -14,17 +14,9 @@ composite quantities.
 """
 import numpy as np
 
-from .rnea import world_inertias
+from .rnea import world_spatial_inertias
 from .rotations import skew
-from .spatial import force_cross_matrix, motion_cross_matrix, spatial_inertia
-
-
-def world_spatial_inertias(settings, state):
-    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6), from the dynamic
-    settings ``settings``.
-    """
-    mass, com, inertia = world_inertias(settings, state)
-    return spatial_inertia(mass, com, inertia)
+from .spatial import force_cross_matrix, motion_cross_matrix
 
 
 def _composite(model, per_body):

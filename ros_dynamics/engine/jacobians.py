@@ -42,16 +42,13 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
     m = state.model
     f = m.frame_index(frame)
     moves = m.dof_mask(m.frame_body[f])[:, None]
-    S = state.S_world * moves
     if expressed_in == 'world':
-        return m.to_independent_columns(np.swapaxes(S, -1, -2))
+        return m.to_independent_columns(np.swapaxes(state.S_world * moves, -1, -2))
     T, p = state.point_motion(f, point)[:2]
-    cols = np.concatenate([S[..., :3] + cross(S[..., 3:], p[..., None, :]), S[..., 3:]],
-                          axis=-1)
-    J = np.swapaxes(cols, -1, -2)
-    if expressed_in == 'local':
-        J = _rotate_rows(np.swapaxes(T[..., :3, :3], -1, -2), J)
-    return m.to_independent_columns(J)
+    cols = state.motions_about(p) * moves                   # (..., n_dof, 6), world axes
+    if expressed_in == 'local':                             # both halves: x -> R^T x
+        cols = (cols.reshape(cols.shape[:-1] + (2, 3)) @ T[..., None, :3, :3]).reshape(cols.shape)
+    return m.to_independent_columns(np.swapaxes(cols, -1, -2))
 
 
 def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', point=None):

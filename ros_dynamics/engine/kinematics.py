@@ -39,6 +39,32 @@ _EYE4 = np.eye(4)
 _EYE4.setflags(write=False)
 
 
+def _force_transform_map():
+    """(36, 36): the force transform ``[[R, 0], [[p]x R, R]]`` of a pose, flattened, from its
+    pose terms ``p_h[a] R[b, j]`` (``p_h = [p; 1]``, flattened (a, b, j)).
+    """
+    out = np.zeros((4, 3, 3, 6, 6))
+    for b in range(3):
+        for j in range(3):
+            out[3, b, j, b, j] = out[3, b, j, 3 + b, 3 + j] = 1.0       # R
+    for c, a, b in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):                  # [p]x R
+        for j in range(3):
+            out[a, b, j, 3 + c, j] = 1.0
+            out[b, a, j, 3 + c, j] = -1.0
+    out.setflags(write=False)
+    return out.reshape(36, 36)
+
+
+_FORCE_TRANSFORM_MAP = _force_transform_map()
+
+
+def pose_terms(T):
+    """Products ``p_h[a] R[b, j]`` (..., 36) of poses ``T`` (..., 4, 4), ``p_h = [p; 1]``,
+    flattened (a, b, j): motion subspaces and force transforms are linear in them.
+    """
+    return (T[..., :, 3, None, None] * T[..., None, :3, :3]).reshape(T.shape[:-2] + (36,))
+
+
 def check_convention(expressed_in):
     """Raise :class:`InvalidInputError` unless ``expressed_in`` is one of :data:`CONVENTIONS`."""
     if expressed_in not in CONVENTIONS:
@@ -115,6 +141,7 @@ class KinematicState:
         self.q_joint = model.joint_positions(q)
         self.T_world_body = _body_poses(model, q, self.q_joint)
         self._S_world = None
+        self._X_world_body = None
         self._axes = None
         self.qd = self.qd_joint = self.V_world_body = None
         self.qdd = self.qdd_joint = self.A_world_body = None
@@ -148,16 +175,54 @@ class KinematicState:
         ``[z; 0]`` for a prismatic one.
         """
         if self._S_world is None:
-            m = self.model
-            T = self.T_world_body[..., 1:, :, :] if m.n_dof == m.n_moving else \
-                self.T_world_body[..., m.dof_body, :, :]
-            n = m.n_dof
-            # Both halves of every dof's motion rotated into world at once: (..., n, 3, 2).
-            Rs = T[..., :3, :3] @ self.model.dof_motion.reshape(n, 2, 3).transpose(0, 2, 1)
-            linear, angular = Rs[..., 0], Rs[..., 1]
-            self._S_world = np.concatenate([linear + cross(T[..., :3, 3], angular), angular],
-                                           axis=-1)
+            self._S_world = self.motions_about()
         return self._S_world
+
+    def motions_about(self, point=None):
+        """Motion of each degree of freedom at unit rate (..., n_dof, 6), ``[v; w]`` in world
+        axes with ``v`` the velocity of the body point at ``point`` (..., 3) (world
+        coordinates; the world origin when None, which is :attr:`S_world`).
+
+        Each row is linear in its body's pose terms ``p_h[a] R[b, j]`` (``p_h`` the position
+        relative to ``point`` with a 1 appended): one product of them with the model's
+        :attr:`~ros_dynamics.engine.model.RobotModel.dof_motion_basis`.
+        """
+        T = self.T_world_dof
+        p_h = T[..., :, 3]
+        if point is not None:
+            p_h = p_h.copy()
+            p_h[..., :3] -= point[..., None, :]
+        terms = (p_h[..., :, None, None] * T[..., None, :3, :3]).reshape(p_h.shape[:-1] + (1, 36))
+        return (terms @ self.model.dof_motion_basis).reshape(p_h.shape[:-1] + (6,))
+
+    def motions_at_joints(self):
+        """Motion of each degree of freedom at unit rate (..., n_dof, 6) at its own joint's
+        origin, in world axes: ``[R s_v; R s_w]`` (the pose terms of ``p_h = [0, 0, 0, 1]``).
+        """
+        T = self.T_world_dof
+        shape = T.shape[:-2]
+        R_flat = T[..., :3, :3].reshape(shape + (1, 9))
+        return (R_flat @ self.model.dof_motion_basis[:, 27:, :]).reshape(shape + (6,))
+
+    @property
+    def X_world_body(self):
+        """Force transform (..., n_bodies, 6, 6) of every body to world: a wrench ``[f; n]``
+        in the body's axes about its origin is ``X @ [f; n] = [R f; p x R f + R n]`` in world
+        about the world origin (one product of the pose terms).
+        """
+        if self._X_world_body is None:
+            T = self.T_world_body
+            self._X_world_body = (pose_terms(T) @ _FORCE_TRANSFORM_MAP).reshape(
+                T.shape[:-2] + (6, 6))
+        return self._X_world_body
+
+    @property
+    def T_world_dof(self):
+        """Pose (..., n_dof, 4, 4) of the body each degree of freedom moves."""
+        m = self.model
+        if m.n_dof == m.n_moving:
+            return self.T_world_body[..., 1:, :, :]
+        return np.take(self.T_world_body, m.dof_body, axis=-3)
 
     def require(self, what, velocities=True, accelerations=False):
         """Raise :class:`InvalidInputError` naming ``what`` unless this pass was computed with
@@ -240,26 +305,36 @@ def _own_settings(model, settings):
 def _body_poses(model, q, q_joint):
     """``T_world_body`` (..., n_bodies, 4, 4) for the configuration ``q`` and the one-DOF
     joints' positions ``q_joint``.
+
+    Every joint's transform ``T_parentbody_child`` comes from one product (its terms times its
+    basis); the chains of products from the root are then taken by pointer jumping
+    (:attr:`RobotModel.pose_jumps`): after step s each body holds its pose in its 2^s-th
+    ancestor, so a tree of depth d takes ceil(log2 d) batched products, not one per joint
+    (bodies already placed in world are multiplied by the base's identity).
     """
     batch = q_joint.shape[:-1]
     n = model.n_moving
-    # Every joint's transform T_parentbody_child at once: its terms times its basis.
     terms = np.empty(batch + (n, 1, 4))
     np.cos(q_joint, out=terms[..., 0, 0])
     np.sin(q_joint, out=terms[..., 0, 1])
     terms[..., 0, 2] = 1.0
-    terms[..., 0, 3] = q_joint
+    T_flat = np.empty(batch + (model.n_bodies, 1, 16))
+    T_flat[..., 0, 0, :] = _EYE4.reshape(16)
     if model.uses_x_term:
-        local = (terms @ model.joint_transform_basis).reshape(batch + (n, 4, 4))
+        terms[..., 0, 3] = q_joint
+        np.matmul(terms, model.joint_transform_basis, out=T_flat[..., 1:, :, :])
     else:
-        local = (terms[..., :3] @ model.joint_transform_basis[:, :3]).reshape(batch + (n, 4, 4))
+        np.matmul(terms[..., :3], model.joint_transform_basis[:, :3], out=T_flat[..., 1:, :, :])
+    T = T_flat.reshape(batch + (model.n_bodies, 4, 4))
     for k, joint, start, _ in model.multi_dof_joints:
-        local[..., k, :, :] = model.joint_placement[k] @ joint.transform(
+        T[..., k + 1, :, :] = model.joint_placement[k] @ joint.transform(
             q[..., start:start + joint.nq])
-    T = np.empty(batch + (model.n_bodies, 4, 4))
-    T[..., 0, :, :] = _EYE4
-    for k, parent in enumerate(model.joint_parent_body):
-        np.matmul(T[..., parent, :, :], local[..., k, :, :], out=T[..., k + 1, :, :])
+    for jump in model.pose_jumps:
+        if isinstance(jump, tuple):                 # a chain: consecutive ancestors
+            first, ancestors = jump
+            T[..., first:, :, :] = T[..., ancestors, :, :] @ T[..., first:, :, :]
+        else:
+            T = np.take(T, jump, axis=-3) @ T
     return T
 
 

@@ -74,6 +74,22 @@ def _frozen(a, dtype=float):
     return a
 
 
+def _motion_basis(motion):
+    """(n, 36, 6) maps from pose terms ``p_h[a] R[b, j]`` to ``[R s_v + p x R s_w; R s_w]`` for
+    motions ``[s_v; s_w]`` (n, 6) given in the body frame.
+    """
+    epsilon = np.zeros((3, 3, 3))                    # Levi-Civita: cross(x, y)_c = e_cab x_a y_b
+    epsilon[0, 1, 2] = epsilon[1, 2, 0] = epsilon[2, 0, 1] = 1.0
+    epsilon[0, 2, 1] = epsilon[2, 1, 0] = epsilon[1, 0, 2] = -1.0
+    s_v, s_w = motion[:, :3], motion[:, 3:]
+    basis = np.zeros((len(motion), 4, 3, 3, 6))      # (dof, a, b, j, row of the motion)
+    basis[:, :3, :, :, :3] = np.einsum('cab,nj->nabjc', epsilon, s_w)    # p x R s_w
+    eye = np.eye(3)
+    basis[:, 3, :, :, :3] = np.einsum('bc,nj->nbjc', eye, s_v)          # R s_v
+    basis[:, 3, :, :, 3:] = np.einsum('bc,nj->nbjc', eye, s_w)          # R s_w
+    return basis.reshape(len(motion), 36, 6)
+
+
 class RobotModel(AlgorithmEntryPoints):
     """Kinematic tree of a robot, fixed or floating base, with its dynamic parameters (see the
     module docstring).
@@ -172,6 +188,28 @@ class RobotModel(AlgorithmEntryPoints):
         motion = [m.motion_subspace.reshape(-1, 2, 3) @ A[k].T for k, m in enumerate(models)]
         self.dof_motion = _frozen(np.concatenate(motion).reshape(-1, 6) if n else
                                   np.zeros((0, 6)))
+        #: (n_dof, 36, 6): each degree of freedom's motion in world, ``[R s_v + p x R s_w;
+        #: R s_w]`` for its body's pose (R, p), as a linear map of the body's pose terms
+        #: ``p_h[a] R[b, j]`` (``p_h = [p; 1]``, flattened (a, b, j); see
+        #: :attr:`~ros_dynamics.engine.kinematics.KinematicState.S_world`): one batched product.
+        self.dof_motion_basis = _frozen(_motion_basis(self.dof_motion))
+        #: Pointer jumping over the tree (:func:`~ros_dynamics.engine.kinematics._body_poses`):
+        #: step s maps every body to its 2^s-th ancestor (0, the base, past the root), so
+        #: products of poses along every path take ceil(log2(depth)) steps. Each step is
+        #: the ancestors of every body, a read-only index array, or, where the bodies that
+        #: still move from some ``first`` on have consecutive ancestors (a chain),
+        #: ``(first, slice of their ancestors)``, which needs no gather.
+        ancestor = np.concatenate([[0], topo.parent_body]).astype(int)
+        jumps = []
+        while ancestor.any():
+            first = int(np.argmax(ancestor > 0))
+            moved = ancestor[first:]
+            if np.array_equal(moved, moved[0] + np.arange(len(moved))):
+                jumps.append((first, slice(int(moved[0]), int(moved[0]) + len(moved))))
+            else:
+                jumps.append(_frozen(ancestor, int))
+            ancestor = ancestor[ancestor]
+        self.pose_jumps = tuple(jumps)
         #: Moving joints (root first) on the path from the root to each body.
         paths = [()]
         for k, parent in enumerate(topo.parent_body):
@@ -184,11 +222,13 @@ class RobotModel(AlgorithmEntryPoints):
         #: are then one matrix product each), None for larger ones (then they loop over the
         #: joints, so that memory and build time stay linear in size).
         self.dof_moves_body = None
+        self._dense_ancestry = None
         if self.n_dof <= DENSE_LIMIT:
             moves = np.zeros((self.n_bodies, self.n_dof))
             for b in range(1, self.n_bodies):
                 moves[b] = self.dof_mask(b)
             self.dof_moves_body = _frozen(moves)
+            self._dense_ancestry = tuple(_frozen(a, a.dtype) for a in self.dof_ancestry())
         #: True when some joint has several degrees of freedom (a floating or planar joint).
         self.has_multi_dof = bool(self.n_dof != n)
 
@@ -441,8 +481,11 @@ class RobotModel(AlgorithmEntryPoints):
 
     def dof_ancestry(self) -> tuple[np.ndarray, np.ndarray]:
         """``ancestor[i, d]`` = 1 when dof i moves the body of dof d, itself included, and
-        ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each.
+        ``same[i, d]`` = 1 when both belong to one joint: (n_dof, n_dof) each (kept,
+        read-only, with the dense tree matrices).
         """
+        if self._dense_ancestry is not None:
+            return self._dense_ancestry
         return (self.moves_matrix()[self.dof_body].T,
                 self.dof_joint[:, None] == self.dof_joint[None, :])
 

@@ -44,7 +44,6 @@ from .kinematics import (
     as_velocity,
     forward_kinematics,
 )
-from .rnea import gravity_acceleration
 from .rotations import cross, skew
 from .settings import DynamicSettings
 from .spatial import parallel_axis
@@ -103,7 +102,7 @@ def regressor_of_state(state: KinematicState) -> np.ndarray:
     """:func:`joint_torque_regressor` from a kinematic state computed with q, v and a."""
     _needs_acceleration(state)
     model = state.model
-    A = state.A_world_body[..., 1:, :] + gravity_acceleration(state.settings)
+    A = state.A_world_body[..., 1:, :] + state.settings.base_acceleration
     F = wrench_columns(state.T_world_body[..., 1:, :, :], state.V_world_body[..., 1:, :], A)
     # Y[k, b, c] = S_k . F_b[:, c] for every joint motion k that moves body b (b + 1 in the
     # model): the rows of the bodies' world Jacobians times their wrench columns.
@@ -130,7 +129,7 @@ def payload_regressor_of_state(state: KinematicState, frame) -> np.ndarray:
     model = state.model
     f = model.frame_index(frame)
     b = model.frame_body[f]
-    A = state.A_world_body[..., b, :] + gravity_acceleration(state.settings)
+    A = state.A_world_body[..., b, :] + state.settings.base_acceleration
     F = wrench_columns(state.frame_pose(f), state.V_world_body[..., b, :], A)
     Y = (state.S_world * model.dof_mask(b)[:, None]) @ F
     return model.mimic_matrix.T @ Y if model.has_mimic else Y

@@ -39,6 +39,24 @@ def world_inertias(settings, state):
     return settings.body_mass, world_centers_of_mass(settings, state), inertia
 
 
+def world_spatial_inertias(settings, state):
+    """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6), at the world origin,
+    from the dynamic settings ``settings``: ``X I_body X^T`` with ``X`` the body's force
+    transform to world.
+    """
+    X = state.X_world_body
+    return X @ settings.body_spatial_inertia @ np.swapaxes(X, -1, -2)
+
+
+def body_forces(settings, state, A):
+    """Net spatial forces ``I_b a_b + v_b x* I_b v_b`` (..., n_bodies, 6) on every body moving
+    with the state's velocities and accelerations ``A`` (..., n_bodies, 6), in world.
+    """
+    V = state.V_world_body
+    momenta = world_spatial_inertias(settings, state) @ np.stack([V, A], axis=-1)
+    return momenta[..., 1] + cross_force(V, momenta[..., 0])
+
+
 def apply_inertia(mass, com, inertia, motion):
     """Spatial inertia times a motion vector, from (mass, world com, world inertia about com):
     ``[m (v + w x c); c x m (v + w x c) + I_c w]`` (..., n_bodies, 6).
@@ -47,11 +65,6 @@ def apply_inertia(mass, com, inertia, motion):
     linear = mass[:, None] * (v + cross(w, com))
     angular = cross(com, linear) + np.einsum('...ij,...j->...i', inertia, w)
     return np.concatenate([linear, angular], axis=-1)
-
-
-def gravity_acceleration(settings):
-    """Spatial acceleration ``[-g; 0]`` the base is given to account for gravity."""
-    return np.concatenate([-settings.gravity, np.zeros(3)])
 
 
 def external_body_forces(model, state, f_ext, f_ext_frame):
@@ -87,11 +100,7 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
     state.require('inverse dynamics', accelerations=True)
     settings = state.settings
-    mass, com, inertia = world_inertias(settings, state)
-    V = state.V_world_body
-    A = state.A_world_body + gravity_acceleration(settings)
-    h = apply_inertia(mass, com, inertia, V)
-    f = apply_inertia(mass, com, inertia, A) + cross_force(V, h)
+    f = body_forces(settings, state, state.A_world_body + settings.base_acceleration)
     if f_ext:
         f = f - external_body_forces(model, state, f_ext, f_ext_frame)
     tau = joint_torques(model, state, f) + settings.rotor_inertia * state.qdd
@@ -109,31 +118,29 @@ def gravity_torques(model, state):
     """``g(q)`` (..., nv) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
-    the weight of the subtree is the spatial force ``[M_k g; C_k x g]`` at the world origin, and
-    joint k with motion ``S_k = [s_v; s_w]`` holds ``-S_k`` times it -- for a revolute joint at
-    ``p`` with axis ``z``, ``z . (g x (C_k - M_k p))``; for a prismatic one, ``-M_k z . g``:
-    RNEA at zero velocity and acceleration, summed once per joint.
+    the weight of the subtree about the joint's origin ``p`` is ``[M_k g; (C_k - M_k p) x g]``,
+    and joint k with motion ``[s_v; s_w]`` there (world axes) holds minus its work -- for a
+    revolute joint with axis ``z``, ``z . (g x (C_k - M_k p))``; for a prismatic one,
+    ``-M_k z . g``: RNEA at zero velocity and acceleration, summed once per joint. A body's
+    pose times its ``[m c; m]`` gives ``[C; M]`` in world at once, and the settings'
+    ``weight_map`` turns them into weights. Moments about each joint's origin, not the world's,
+    keep the rounding of chains far from the origin small.
     """
     settings = state.settings
-    g = settings.gravity
-    mass = settings.body_mass
-    first = model.subtree_sum(mass[:, None] * world_centers_of_mass(settings, state))
-    sub_mass = model.subtree_sum(mass[:, None])[:, 0]
-    S = state.S_world
-    tau = -sub_mass * (S[..., :3] @ g) - np.sum(S[..., 3:] * cross(first, g), axis=-1)
-    return model.to_independent_forces(tau)
+    moments = (state.T_world_body @ settings.body_mass_moment[:, :, None])[..., 0]
+    moved = model.subtree_sum(moments)                        # (..., n_dof, 4): [C; M]
+    moved[..., :3] -= moved[..., 3:] * state.T_world_dof[..., :3, 3]
+    weights = moved @ settings.weight_map                     # (..., n_dof, 6)
+    return model.to_independent_forces(-np.sum(state.motions_at_joints() * weights, axis=-1))
 
 
 def bias_torques(model, state):
     """``C(q, qd) qd + g(q)`` (..., nv) from a state computed with q and qd."""
     state.require('bias torques')
     settings = state.settings
-    mass, com, inertia = world_inertias(settings, state)
-    V = state.V_world_body
     A = model.path_sum(state.S_dot_world * state.qd_joint[..., None]) \
-        + gravity_acceleration(settings)
-    f = apply_inertia(mass, com, inertia, A) + cross_force(V, apply_inertia(mass, com, inertia, V))
-    return joint_torques(model, state, f)
+        + settings.base_acceleration
+    return joint_torques(model, state, body_forces(settings, state, A))
 
 
 def kinetic_energy(model, state):

@@ -18,7 +18,8 @@ import numpy as np
 
 from .checks import as_finite_array
 from .exceptions import InvalidInputError, ModelError, ShapeError
-from .spatial import lump_inertias
+from .rotations import skew
+from .spatial import lump_inertias, spatial_inertia
 
 #: Default gravity [m/s^2] in the world frame: REP 103 puts z up; Pinocchio uses the same value.
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -94,6 +95,13 @@ class DynamicSettings:
     payloads; and what they imply per body (body 0 the fixed base): body_mass (n_bodies,),
     body_com (n_bodies, 3) in body frames and body_inertia (n_bodies, 3, 3) about the body's
     center of mass, payloads included.
+
+    Derived once, for the algorithms: body_mass_moment (n_bodies, 4), ``[m c; m]`` per body
+    in its frame (a pose times it gives the world first moment and the mass);
+    body_spatial_inertia (n_bodies, 6, 6) about each body's origin in its axes; weight_map
+    (4, 6), which turns a mass ``M`` with world first moment ``C`` into its weight as a
+    wrench at the world origin, ``[C; M] @ weight_map = [M g; C x g]``; base_acceleration
+    (6,), ``[-g; 0]``, the spatial acceleration the base is given to account for gravity.
     """
 
     gravity: np.ndarray
@@ -106,6 +114,24 @@ class DynamicSettings:
     body_inertia: np.ndarray
     #: Identity of the model these settings were made for (a model takes no other's).
     model_key: Any = field(repr=False, compare=False, default=None)
+    body_mass_moment: np.ndarray = field(init=False, repr=False, compare=False)
+    body_spatial_inertia: np.ndarray = field(init=False, repr=False, compare=False)
+    weight_map: np.ndarray = field(init=False, repr=False, compare=False)
+    base_acceleration: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        weight_map = np.zeros((4, 6))
+        weight_map[:3, 3:] = skew(self.gravity)          # C x g = -[g]x C, as a row: C^T [g]x
+        weight_map[3, :3] = self.gravity
+        derived = dict(
+            body_mass_moment=np.concatenate([self.body_mass[:, None] * self.body_com,
+                                             self.body_mass[:, None]], axis=1),
+            body_spatial_inertia=spatial_inertia(self.body_mass, self.body_com,
+                                                 self.body_inertia),
+            weight_map=weight_map,
+            base_acceleration=np.concatenate([-self.gravity, np.zeros(3)]))
+        for name, value in derived.items():
+            object.__setattr__(self, name, _frozen(value))
 
 
 def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,

@@ -103,40 +103,48 @@ def adjoint(T_a_b: ArrayLike) -> np.ndarray:
     return out
 
 
+def _cross_matrix_map():
+    """(6, 36): ``v @ map`` is the flattened matrix of ``m -> v x m``,
+    ``[[[w]x, [v]x], [0, [w]x]]`` for ``v = [v; w]``.
+    """
+    out = np.zeros((6, 6, 6))
+    for i, e in enumerate(np.eye(3)):
+        E = skew(e)
+        out[3 + i, :3, :3] = out[3 + i, 3:, 3:] = E
+        out[i, :3, 3:] = E
+    out.setflags(write=False)
+    return out.reshape(6, 36)
+
+
+_CRM_MAP = _cross_matrix_map()
+#: ``v @ _CRF_MAP``: the flattened matrix of ``f -> v x* f``, ``-crm(v)^T``.
+_CRF_MAP = -_CRM_MAP.reshape(6, 6, 6).transpose(0, 2, 1).reshape(6, 36)
+
+
 def cross_motion(v: ArrayLike, m: ArrayLike) -> np.ndarray:
     """Motion cross product ``v x m`` of motion vectors ``(..., 6)``: the rate of change of ``m``
     when it moves with velocity ``v``.
     """
-    v = as_vectors(v, 6, 'v')
     m = as_vectors(m, 6, 'm')
-    w = v[..., 3:]
-    return np.concatenate([cross(w, m[..., :3]) + cross(v[..., :3], m[..., 3:]),
-                           cross(w, m[..., 3:])], axis=-1)
+    return (motion_cross_matrix(v) @ m[..., None])[..., 0]
 
 
 def cross_force(v: ArrayLike, f: ArrayLike) -> np.ndarray:
     """Force cross product ``v x* f`` of a motion vector and a force vector ``(..., 6)``."""
-    v = as_vectors(v, 6, 'v')
     f = as_vectors(f, 6, 'f')
-    w = v[..., 3:]
-    return np.concatenate([cross(w, f[..., :3]),
-                           cross(v[..., :3], f[..., :3]) + cross(w, f[..., 3:])], axis=-1)
+    return (force_cross_matrix(v) @ f[..., None])[..., 0]
 
 
 def motion_cross_matrix(v: ArrayLike) -> np.ndarray:
     """Matrix ``(..., 6, 6)`` of ``m -> v x m`` (Featherstone's ``crm``)."""
     v = as_vectors(v, 6, 'v')
-    out = np.zeros(v.shape[:-1] + (6, 6))
-    W = skew(v[..., 3:])
-    out[..., :3, :3] = W
-    out[..., :3, 3:] = skew(v[..., :3])
-    out[..., 3:, 3:] = W
-    return out
+    return (v @ _CRM_MAP).reshape(v.shape[:-1] + (6, 6))
 
 
 def force_cross_matrix(v: ArrayLike) -> np.ndarray:
     """Matrix ``(..., 6, 6)`` of ``f -> v x* f`` (Featherstone's ``crf = -crm^T``)."""
-    return -np.swapaxes(motion_cross_matrix(v), -1, -2)
+    v = as_vectors(v, 6, 'v')
+    return (v @ _CRF_MAP).reshape(v.shape[:-1] + (6, 6))
 
 
 def spatial_inertia(mass: ArrayLike, com: ArrayLike, inertia_com: ArrayLike) -> np.ndarray:
