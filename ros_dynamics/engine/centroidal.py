@@ -10,12 +10,20 @@ column for degree of freedom k is ``Ic_k S_k`` (the composite inertia of what k 
 motion, :func:`~ros_dynamics.engine.crba.subtree_momenta`); moving the reference point to ``c``
 keeps the linear part and takes ``c x linear`` off the angular part.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .crba import subtree_momenta
 from .exceptions import InvalidInputError
 from .rnea import apply_inertia, center_of_mass, world_inertias
 from .rotations import cross
+
+if TYPE_CHECKING:
+    from .kinematics import KinematicState
+    from .model import RobotModel
 
 
 def _about_center_of_mass(model, state, h_O):
@@ -24,13 +32,13 @@ def _about_center_of_mass(model, state, h_O):
     return np.concatenate([h_O[..., :3], h_O[..., 3:] - cross(c, h_O[..., :3])], axis=-1)
 
 
-def centroidal_momentum_matrix(model, state):
+def centroidal_momentum_matrix(model: RobotModel, state: KinematicState):
     """``A_G(q)`` (..., 6, nv): ``h_G = A_G v`` (see the module docstring)."""
     columns = _about_center_of_mass(model, state, subtree_momenta(model, state))
     return model.to_independent_columns(np.swapaxes(columns, -1, -2))
 
 
-def centroidal_momentum(model, state):
+def centroidal_momentum(model: RobotModel, state: KinematicState):
     """``h_G`` (..., 6) ``[linear; angular]`` of a state computed with q and qd."""
     if state.V_world_body is None:
         raise InvalidInputError('centroidal momentum needs q and qd')

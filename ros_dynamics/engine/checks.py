@@ -7,9 +7,12 @@ magnitudes beyond :data:`MAX_VALUE` are an
 :class:`~ros_dynamics.engine.exceptions.InvalidInputError`. Nothing is converted silently
 (a complex value does not lose its imaginary part, a date is not read as a number of days).
 """
+from __future__ import annotations
+
 import datetime
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError, ShapeError
 
@@ -19,7 +22,7 @@ from .exceptions import InvalidInputError, ShapeError
 MAX_VALUE = 1e100
 
 
-def as_finite_array(x, name: str, limit: float = MAX_VALUE) -> np.ndarray:
+def as_finite_array(x: ArrayLike, name: str, limit: float = MAX_VALUE) -> np.ndarray:
     """``x`` as a float array of finite values of magnitude <= ``limit``.
 
     Raises :class:`ShapeError` for ragged nesting and :class:`InvalidInputError` for what is not

@@ -21,15 +21,21 @@ What is left of ``g_u - J_u^T F`` is the residual wrench on the base: zero (to r
 stance holds the robot; when it cannot -- too few contacts to carry a moment, the center of
 mass outside the support polygon of unilateral contacts -- a :class:`StanceError` says so.
 """
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
 from .exceptions import InvalidInputError, ModelError, StanceError
 from .jacobians import frame_jacobian
 from .rnea import center_of_mass, gravity_torques
+
+if TYPE_CHECKING:
+    from .kinematics import KinematicState
+    from .model import RobotModel
 
 #: Residual base force (relative to the robot's weight plus 1 N) above which a stance fails.
 RESIDUAL_TOLERANCE = 1e-8
@@ -51,8 +57,9 @@ class ContactTorques:
     base_residual: np.ndarray
 
 
-def contact_gravity_torques(model, state, contact_frames: Sequence[str], contact: str = 'point',
-                            friction: Optional[float] = None) -> ContactTorques:
+def contact_gravity_torques(
+        model: RobotModel, state: KinematicState, contact_frames: Sequence[str], contact:
+        str='point', friction: Optional[float] = None) -> ContactTorques:
     """Actuated torques and contact forces holding the robot still at ``state.q`` on
     ``contact_frames`` (see the module docstring). Raises :class:`ModelError` for a model
     without a floating or planar joint, :class:`InvalidInputError` for bad arguments and

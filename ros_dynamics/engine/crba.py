@@ -12,11 +12,19 @@ with ``B(v) = 1/2 (v x* I - I v x + (I v) x-bar)``, ``(h x-bar) u = u x* h`` (Ec
 2021; the form Pinocchio's ``computeCoriolisMatrix`` implements), grouped per joint pair with the
 composite quantities.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .rnea import world_spatial_inertias
 from .rotations import skew
 from .spatial import force_cross_matrix, motion_cross_matrix
+
+if TYPE_CHECKING:
+    from .kinematics import KinematicState
+    from .model import RobotModel
 
 
 def _composite(model, per_body):
@@ -28,7 +36,7 @@ def _composite(model, per_body):
     return model.subtree_sum(flat).reshape(shape[:-3] + (model.n_dof, 6, 6))
 
 
-def subtree_momenta(model, state):
+def subtree_momenta(model: RobotModel, state: KinematicState):
     """``Ic_k S_k`` (..., n_dof, 6): per degree of freedom k, the spatial momentum (at the world
     origin, world axes) of everything it moves when it alone moves at unit rate.
     """
@@ -36,7 +44,7 @@ def subtree_momenta(model, state):
     return (Ic @ state.S_world[..., None])[..., 0]
 
 
-def mass_matrix(model, state):
+def mass_matrix(model: RobotModel, state: KinematicState):
     """``M(q)`` (..., nv, nv), full, symmetric, rotor inertia included."""
     settings = state.settings
     S = state.S_world
@@ -52,7 +60,7 @@ def mass_matrix(model, state):
     return M + np.diag(settings.rotor_inertia)
 
 
-def coriolis_matrix(model, state):
+def coriolis_matrix(model: RobotModel, state: KinematicState):
     """``C(q, qd)`` (..., nv, nv) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
     state.require('the Coriolis matrix')
     I_b = world_spatial_inertias(state.settings, state)

@@ -4,7 +4,9 @@ Row i describes joint i and the link it moves with ``(a_{i-1}, alpha_{i-1}, d_i,
 ``T_{i-1,i} = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta_i) Tz(d_i)``. The joint variable adds to
 ``theta_i`` (revolute) or to ``d_i`` (prismatic). Lengths in [m], angles in [rad].
 """
-from collections.abc import Mapping
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -82,7 +84,7 @@ def _limits(value, jtype, where):
     return out
 
 
-def specs_from_dh(rows, tool=None, base_frame='base_link'):
+def specs_from_dh(rows: Sequence, tool: object = None, base_frame: str = 'base_link'):
     """Links and joints of a serial arm from modified-DH ``rows``.
 
     A row is ``(a, alpha, d, theta, type[, limits[, inertial]])`` or a dict with those keys;

@@ -24,9 +24,12 @@ the others step on, until enough solutions are found or the deadline passes (mon
 Only a configuration whose errors are within both tolerances is a success; otherwise the best
 one found is returned with ``success=False``.
 """
+from __future__ import annotations
+
 import time
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rotations import log_so3
 
@@ -52,7 +55,7 @@ _SUMS[:3, 0] = _SUMS[3:, 1] = 1.0
 _SUMS[:, 2] = 0.5
 
 
-def pose_error(T, T_target):
+def pose_error(T: ArrayLike, T_target: ArrayLike):
     """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
     (4, 4), (B, 6) for poses (B, 4, 4).
     """

@@ -13,7 +13,10 @@ of all samples, whichever first holds enough (targets at the edge of, or off, th
 workspace). NumPy only: the build costs about 20 ms for 20,000 samples of a 7-joint arm, a
 query about 30 us (a few hundred us when it falls back to all samples).
 """
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 ROTATION_LENGTH = 0.2   # [m] weight of the rotation-matrix entries against the position
 _PER_CELL = 4           # samples per grid cell of the positions' bounding box, on average
@@ -21,7 +24,7 @@ _REACH = 2              # widest block searched: (2 _REACH + 1)^3 cells, then al
 _CHUNK = 1024           # configurations per forward-kinematics batch while building
 
 
-def pose_features(T):
+def pose_features(T: ArrayLike):
     """Features (..., 12) of poses (..., 4, 4): the position, then ROTATION_LENGTH times the
     rotation matrix's entries (row-major).
     """

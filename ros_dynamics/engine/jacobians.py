@@ -12,11 +12,19 @@ convention, so ``d/dt (J qd) = J qdd + Jdot qd``: with ``'local_world_aligned'``
 classical acceleration ``[p''; w']``, with ``'local'`` and ``'world'`` the spatial acceleration in
 those axes.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError
 from .kinematics import check_convention
 from .rotations import cross, skew
+
+if TYPE_CHECKING:
+    from .kinematics import KinematicState
 
 
 def _lwa_from_world(J_world, p):
@@ -30,7 +38,8 @@ def _rotate_rows(R_T, J):
     return np.concatenate([R_T @ J[..., :3, :], R_T @ J[..., 3:, :]], axis=-2)
 
 
-def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None):
+def frame_jacobian(state: KinematicState, frame: str | int, expressed_in:
+                   str='local_world_aligned', point: ArrayLike | None = None):
     """Geometric Jacobian (..., 6, nv) of ``frame`` (or of ``point`` fixed in it, frame coords).
 
     Column of degree of freedom k with spatial motion ``S_k = [s_v; s_w]`` (world, at the world
@@ -51,7 +60,8 @@ def frame_jacobian(state, frame, expressed_in='local_world_aligned', point=None)
     return m.to_independent_columns(np.swapaxes(cols, -1, -2))
 
 
-def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', point=None):
+def jacobian_time_derivative(state: KinematicState, frame: str | int, expressed_in:
+                             str='local_world_aligned', point: ArrayLike | None = None):
     """Time derivative (..., 6, nv) of :func:`frame_jacobian` along (q, qd); state needs qd."""
     check_convention(expressed_in)
     state.require('jacobian_time_derivative')
@@ -76,7 +86,8 @@ def jacobian_time_derivative(state, frame, expressed_in='local_world_aligned', p
     return m.to_independent_columns(Jdot)
 
 
-def frame_velocity(state, frame, expressed_in='local_world_aligned', point=None):
+def frame_velocity(state: KinematicState, frame: str | int, expressed_in:
+                   str='local_world_aligned', point: ArrayLike | None = None):
     """Twist (..., 6) of a frame in the chosen convention; state needs qd."""
     check_convention(expressed_in)
     state.require('frame_velocity')
@@ -90,8 +101,9 @@ def frame_velocity(state, frame, expressed_in='local_world_aligned', point=None)
     return np.concatenate([v_p, w], axis=-1)
 
 
-def frame_acceleration(state, frame, expressed_in='local_world_aligned', point=None,
-                       kind='classical'):
+def frame_acceleration(state: KinematicState, frame: str | int, expressed_in:
+                       str='local_world_aligned', point: ArrayLike | None = None, kind:
+                       str='classical'):
     """Acceleration (..., 6) of a frame; state needs qd and qdd.
 
     ``kind='classical'``: the linear part is the second derivative of the point's position

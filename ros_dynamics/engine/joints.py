@@ -28,8 +28,10 @@ vectors (a quaternion, a (cos, sin) pair) are normalised where a configuration e
 engine (:func:`~ros_dynamics.engine.kinematics.as_configuration`), so :meth:`transform` and the
 others take unit ones.
 """
+from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rotations import matrix_from_quat_xyzw
 from .spatial import exp_se3, log_se3
@@ -53,7 +55,7 @@ def _frozen(values):
     return out
 
 
-def rotate_z(x, cos, sin, scratch):
+def rotate_z(x: ArrayLike, cos: np.ndarray, sin: np.ndarray, scratch: np.ndarray):
     """Rotate the 3-vectors ``x`` (2, 3, ..., N) about z by the angle of (cos, sin), in place."""
     x0, x1 = x[:, 0], x[:, 1]
     t, u = scratch

@@ -22,15 +22,22 @@ type.
 All arrays take a leading batch dimension: ``q`` of shape ``(..., nq)`` gives results of shape
 ``(..., ...)``.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .checks import MAX_VALUE, as_finite_array
 from .exceptions import InvalidInputError, ShapeError
 from .joints import MIN_UNIT_NORM
 from .rotations import cross
 from .spatial import cross_motion
+
+if TYPE_CHECKING:
+    from .model import RobotModel
 
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
 #: Largest joint position, velocity or acceleration magnitude accepted (see :mod:`.checks`).
@@ -58,14 +65,14 @@ def _force_transform_map():
 _FORCE_TRANSFORM_MAP = _force_transform_map()
 
 
-def pose_terms(T):
+def pose_terms(T: ArrayLike):
     """Products ``p_h[a] R[b, j]`` (..., 36) of poses ``T`` (..., 4, 4), ``p_h = [p; 1]``,
     flattened (a, b, j): motion subspaces and force transforms are linear in them.
     """
     return (T[..., :, 3, None, None] * T[..., None, :3, :3]).reshape(T.shape[:-2] + (36,))
 
 
-def check_convention(expressed_in):
+def check_convention(expressed_in: str):
     """Raise :class:`InvalidInputError` unless ``expressed_in`` is one of :data:`CONVENTIONS`."""
     if expressed_in not in CONVENTIONS:
         raise InvalidInputError(f'expressed_in: expected one of {CONVENTIONS}, got '
@@ -88,7 +95,7 @@ def _coordinates(model, x, name, size, names, batch_shape):
     return x
 
 
-def as_configuration(model, q, name='q'):
+def as_configuration(model: RobotModel, q: ArrayLike, name: str = 'q'):
     """``q`` as a finite float array of shape ``(..., nq)`` (see :func:`as_finite_array`),
     the unit vectors of floating and planar joints (quaternions, (cos, sin) pairs) normalised;
     :class:`ShapeError` for another last dimension, :class:`InvalidInputError` for a zero
@@ -107,7 +114,7 @@ def as_configuration(model, q, name='q'):
     return q
 
 
-def as_velocity(model, v, name, batch_shape=None):
+def as_velocity(model: RobotModel, v: ArrayLike, name: str, batch_shape: tuple | None = None):
     """``v`` (a velocity, acceleration or torque) as a finite float array of shape
     ``(..., nv)`` broadcast to ``batch_shape``; :class:`ShapeError` for another last dimension
     or a batch shape that does not match.
@@ -355,7 +362,8 @@ class RelativeMotion:
     angular_acceleration: np.ndarray
 
 
-def relative_twist(state, frame_i, frame_j, observer, expressed_in):
+def relative_twist(state: KinematicState, frame_i: str | int, frame_j: str | int, observer: str |
+                   int, expressed_in: str):
     """Velocity (..., 3) [m/s] and angular velocity (..., 3) [rad/s] of ``frame_i`` relative to
     ``frame_j``, observed from ``observer`` (L) and expressed in ``expressed_in`` (K): the first
     half of :func:`relative_motion`, from a state computed with q and qd only.
@@ -370,7 +378,8 @@ def relative_twist(state, frame_i, frame_j, observer, expressed_in):
             np.einsum('...ji,...j->...i', R_k, w_i - w_j))
 
 
-def relative_motion(state, frame_i, frame_j, observer, expressed_in):
+def relative_motion(state: KinematicState, frame_i: str | int, frame_j: str | int, observer: str |
+                    int, expressed_in: str):
     """:class:`RelativeMotion` of ``frame_i`` w.r.t. ``frame_j`` observed from ``observer`` (L),
     expressed in ``expressed_in`` (K), from a state computed with q, qd and qdd.
 

@@ -7,6 +7,8 @@ environment knows the package, else through ``search_paths``; a path that leaves
 ``package://pkg/../other``, is refused), ``file:///abs/path``, or a path relative to the URDF's
 folder. Shape sizes, scales and origins must be finite and at most :data:`MAX_LENGTH` [m].
 """
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 import os
@@ -76,7 +78,7 @@ def load_mesh(path: str, scale: Sequence[float] = (1.0, 1.0, 1.0)) -> tuple[np.n
     return vertices, faces
 
 
-def mesh_mass_properties(path, scale: Sequence[float] = (1, 1, 1),
+def mesh_mass_properties(path: str, scale: Sequence[float] = (1, 1, 1),
                          density: Optional[float] = None, mass: Optional[float] = None, *,
                          search_paths: Sequence[str] = (),
                          base_dir: Optional[str] = None) -> inertia.MassProperties:
@@ -125,7 +127,7 @@ def geometry_mass_properties(geometries: Sequence[Geometry], density: Optional[f
     return inertia.from_moments(unit.volume, rho * unit.mass, unit.com, rho * unit.inertia_com)
 
 
-def parse_link_geometry(root, kind: str = 'collision') -> dict[str, list[Geometry]]:
+def parse_link_geometry(root: object, kind: str = 'collision') -> dict[str, list[Geometry]]:
     """Shapes per link from a parsed URDF (``xml.etree`` root): ``{link: [Geometry, ...]}``.
 
     ``kind`` is 'collision' or 'visual'; a link without shapes of that kind falls back to the

@@ -24,7 +24,7 @@ torques) and ``(nq,)`` (positions); wrenches ``[force; torque]`` [N, N m].
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from .checks import as_finite_array
 from .exceptions import InvalidInputError, ShapeError
 from .jacobians import frame_jacobian
 from .kinematics import KinematicState, as_configuration, as_velocity, forward_kinematics
+
+if TYPE_CHECKING:
+    from .model import RobotModel
 
 ArrayLike = Any
 
@@ -153,9 +156,9 @@ class WrenchEstimate:
     near_singular: np.ndarray
 
 
-def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame, *,
-                             force_only: bool = False, damping: float = 1e-3,
-                             singular_ratio: float = 1e-2) -> WrenchEstimate:
+def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame: str | int, *,
+                             force_only: bool = False, damping: float = 0.001, singular_ratio:
+                             float=0.01) -> WrenchEstimate:
     """:func:`external_wrench` from a kinematic pass (computed with q) the caller holds."""
     model = state.model
     tau_ext = as_velocity(model, tau_ext, 'tau_ext', state.batch_shape)
@@ -179,8 +182,9 @@ def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame, *
                           near_singular=np.asarray(near))
 
 
-def external_wrench(model, q: ArrayLike, tau_ext: ArrayLike, frame, *, force_only: bool = False,
-                    damping: float = 1e-3, singular_ratio: float = 1e-2) -> WrenchEstimate:
+def external_wrench(
+        model: RobotModel, q: ArrayLike, tau_ext: ArrayLike, frame: str | int, *, force_only:
+        bool=False, damping: float = 0.001, singular_ratio: float = 0.01) -> WrenchEstimate:
     """The wrench at ``frame`` (name or index) that explains external torques best.
 
     ``q`` (..., nq) [rad or m], ``tau_ext`` (..., nv) [N m or N] (e.g.
@@ -235,8 +239,8 @@ def joints_in_collision(tau_ext: ArrayLike, thresholds: ArrayLike) -> np.ndarray
     return np.abs(tau_ext) > limits
 
 
-def observe(model, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike,
-            t: ArrayLike, *, friction: bool = False) -> np.ndarray:
+def observe(model: RobotModel, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured:
+            ArrayLike, t: ArrayLike, *, friction: bool = False) -> np.ndarray:
     """Run a :class:`MomentumObserver` over a recording: ``q`` (n, nq), ``v`` and
     ``tau_measured`` (n, nv), sample times ``t`` (n,) [s], increasing. Returns the estimates
     ``tau_ext`` (n, nv), zeros for the first sample.

@@ -32,7 +32,7 @@ Slotine, RA-L 2018): :func:`pseudo_inertia`, :func:`parameters_from_pseudo_inert
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -47,6 +47,9 @@ from .kinematics import (
 from .rotations import cross, skew
 from .settings import DynamicSettings
 from .spatial import parallel_axis
+
+if TYPE_CHECKING:
+    from .model import RobotModel
 
 ArrayLike = Any
 
@@ -112,7 +115,8 @@ def regressor_of_state(state: KinematicState) -> np.ndarray:
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def joint_torque_regressor(model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+def joint_torque_regressor(
+        model: RobotModel, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
     """Joint torque regressor ``Y`` (..., nv, 10 * n_moving) at the motion (q, v, a).
 
     ``q`` (..., nq) [rad or m], ``v`` (..., nv) [rad/s or m/s], ``a`` (..., nv) [rad/s^2 or
@@ -123,7 +127,7 @@ def joint_torque_regressor(model, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> n
     return regressor_of_state(_motion_state(model, q, v, a))
 
 
-def payload_regressor_of_state(state: KinematicState, frame) -> np.ndarray:
+def payload_regressor_of_state(state: KinematicState, frame: str | int) -> np.ndarray:
     """:func:`payload_regressor` from a kinematic state computed with q, v and a."""
     _needs_acceleration(state)
     model = state.model
@@ -135,7 +139,8 @@ def payload_regressor_of_state(state: KinematicState, frame) -> np.ndarray:
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def payload_regressor(model, frame, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+def payload_regressor(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike, a:
+                      ArrayLike) -> np.ndarray:
     """Regressor ``Y_p`` (..., nv, 10) of a rigid payload fixed to ``frame`` (name or index).
 
     ``Y_p @ pi_p`` are the joint torques [N m or N] the payload adds at the motion (q, v, a)
@@ -228,7 +233,8 @@ def parameters_from_pseudo_inertia(J: ArrayLike, *, check: bool = True) -> np.nd
     return np.concatenate([J[..., 3, 3:], first, flat], axis=-1)
 
 
-def inertial_parameters(model, settings: Optional[DynamicSettings] = None) -> np.ndarray:
+def inertial_parameters(
+        model: RobotModel, settings: Optional[DynamicSettings] = None) -> np.ndarray:
     """Parameters ``pi`` (10 * n_moving,) of every moving body, payloads included, from the
     model's current dynamic settings (or ``settings`` made for it); see the module docstring.
     """

@@ -16,21 +16,31 @@ Every function reads the :class:`~ros_dynamics.engine.settings.DynamicSettings` 
 state took from the model when it was computed (``state.settings``), so the outputs of one pass
 never mix two settings.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .exceptions import InvalidInputError, ShapeError
 from .kinematics import as_finite_array
 from .rotations import cross
 from .spatial import cross_force
 
+if TYPE_CHECKING:
+    from .kinematics import KinematicState
+    from .model import RobotModel
+    from .settings import DynamicSettings
 
-def world_centers_of_mass(settings, state):
+
+def world_centers_of_mass(settings: DynamicSettings, state: KinematicState):
     """Center of mass of every body in world (..., n_bodies, 3) [m]."""
     T = state.T_world_body
     return (T[..., :3, :3] @ settings.body_com[:, :, None])[..., 0] + T[..., :3, 3]
 
 
-def world_inertias(settings, state):
+def world_inertias(settings: DynamicSettings, state: KinematicState):
     """Per body: mass (n_bodies,), world center of mass (..., n_bodies, 3) and world rotational
     inertia about it (..., n_bodies, 3, 3), from the dynamic settings ``settings``.
     """
@@ -39,7 +49,7 @@ def world_inertias(settings, state):
     return settings.body_mass, world_centers_of_mass(settings, state), inertia
 
 
-def world_spatial_inertias(settings, state):
+def world_spatial_inertias(settings: DynamicSettings, state: KinematicState):
     """6x6 spatial inertia of every body in world (..., n_bodies, 6, 6), at the world origin,
     from the dynamic settings ``settings``: ``X I_body X^T`` with ``X`` the body's force
     transform to world.
@@ -57,7 +67,7 @@ def body_forces(settings, state, A):
     return momenta[..., 1] + cross_force(V, momenta[..., 0])
 
 
-def apply_inertia(mass, com, inertia, motion):
+def apply_inertia(mass: ArrayLike, com: ArrayLike, inertia: ArrayLike, motion: np.ndarray):
     """Spatial inertia times a motion vector, from (mass, world com, world inertia about com):
     ``[m (v + w x c); c x m (v + w x c) + I_c w]`` (..., n_bodies, 6).
     """
@@ -67,7 +77,8 @@ def apply_inertia(mass, com, inertia, motion):
     return np.concatenate([linear, angular], axis=-1)
 
 
-def external_body_forces(model, state, f_ext, f_ext_frame):
+def external_body_forces(model: RobotModel, state: KinematicState, f_ext: dict | None,
+                         f_ext_frame: str):
     """External wrenches as spatial forces at the world origin per body (..., n_bodies, 6)."""
     if f_ext_frame not in ('world', 'local'):
         raise InvalidInputError(f"f_ext_frame: expected 'world' or 'local', got {f_ext_frame!r}")
@@ -89,14 +100,15 @@ def external_body_forces(model, state, f_ext, f_ext_frame):
     return out
 
 
-def joint_torques(model, state, body_forces):
+def joint_torques(model: RobotModel, state: KinematicState, body_forces: np.ndarray):
     """``tau`` (..., nv) of independent joints from net spatial forces on every body."""
     F = model.subtree_sum(body_forces)
     tau = np.einsum('...kj,...kj->...k', state.S_world, F)
     return model.to_independent_forces(tau)
 
 
-def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=False):
+def inverse_dynamics(model: RobotModel, state: KinematicState, f_ext: dict | None = None,
+                     f_ext_frame: str = 'world', *, friction: bool = False):
     """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
     state.require('inverse dynamics', accelerations=True)
     settings = state.settings
@@ -109,12 +121,12 @@ def inverse_dynamics(model, state, f_ext=None, f_ext_frame='world', *, friction=
     return tau
 
 
-def friction_torques(settings, qd):
+def friction_torques(settings: DynamicSettings, qd: ArrayLike):
     """Viscous damping and Coulomb friction of the settings: ``d qd + f sign(qd)`` (..., nv)."""
     return settings.damping * qd + settings.coulomb * np.sign(qd)
 
 
-def gravity_torques(model, state):
+def gravity_torques(model: RobotModel, state: KinematicState):
     """``g(q)`` (..., nv) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
@@ -134,7 +146,7 @@ def gravity_torques(model, state):
     return model.to_independent_forces(-np.sum(state.motions_at_joints() * weights, axis=-1))
 
 
-def bias_torques(model, state):
+def bias_torques(model: RobotModel, state: KinematicState):
     """``C(q, qd) qd + g(q)`` (..., nv) from a state computed with q and qd."""
     state.require('bias torques')
     settings = state.settings
@@ -143,7 +155,7 @@ def bias_torques(model, state):
     return joint_torques(model, state, body_forces(settings, state, A))
 
 
-def kinetic_energy(model, state):
+def kinetic_energy(model: RobotModel, state: KinematicState):
     """``0.5 sum_b v_b . I_b v_b + 0.5 sum_i I_rotor,i qd_i^2`` [J]."""
     state.require('kinetic energy')
     settings = state.settings
@@ -154,7 +166,7 @@ def kinetic_energy(model, state):
         + 0.5 * np.sum(settings.rotor_inertia * state.qd ** 2, axis=-1)
 
 
-def moving_mass(settings):
+def moving_mass(settings: DynamicSettings):
     """Body masses (n_bodies,) with the fixed base's set to 0: the base never moves, so energy,
     total mass and center of mass count only the bodies the joints move (as Pinocchio does).
     """
@@ -163,7 +175,7 @@ def moving_mass(settings):
     return mass
 
 
-def potential_energy(model, state):
+def potential_energy(model: RobotModel, state: KinematicState):
     """``-sum_b m_b g . c_b`` [J] over the moving bodies, zero with every center of mass at the
     world origin.
     """
@@ -181,13 +193,13 @@ def _moving_mass_and_com(state):
     return mass, total, world_centers_of_mass(settings, state)
 
 
-def center_of_mass(model, state):
+def center_of_mass(model: RobotModel, state: KinematicState):
     """Center of mass (..., 3) of the moving bodies in the world frame [m]."""
     mass, total, com = _moving_mass_and_com(state)
     return np.einsum('b,...bi->...i', mass, com) / total
 
 
-def center_of_mass_jacobian(model, state):
+def center_of_mass_jacobian(model: RobotModel, state: KinematicState):
     """Jacobian (..., 3, nv) of the center of mass: column k is
     ``(S_lin,k M_k + w_k x C_k) / M`` with M_k, C_k the mass and first moment moved by joint k.
     """

@@ -15,12 +15,19 @@ a spatial vector is a handful of elementwise products with ``cos q`` and ``sin q
 :meth:`~ros_dynamics.engine.joints.JointModel.transmit_force`). Joint torques do not depend on
 the frames chosen.
 """
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .rnea import friction_torques
 from .spatial import adjoint, inverse_transform, spatial_inertia
+
+if TYPE_CHECKING:
+    from .model import RobotModel
 
 #: States per chunk: the arrays of a chunk (one (6, 2, N) block per body) stay in the CPU
 #: caches and are reused from chunk to chunk.
@@ -63,14 +70,15 @@ class _Geometry:
         return spatial_inertia(settings.body_mass[1:], com, inertia)
 
 
-def min_states(model):
+def min_states(model: RobotModel):
     """Batch size from which this beats :mod:`.rnea` (measured: 8 states of a 7-DOF arm,
     about 30 of a 32-DOF humanoid): its cost per call grows with the joints, not the states.
     """
     return 2 * model.n_moving
 
 
-def inverse_dynamics(model, q, qd, qdd, *, friction=False):
+def inverse_dynamics(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, *, friction:
+                     bool=False):
     """Torques (B, nq) for validated states ``q``, ``qd``, ``qdd`` of shape (B, nq)."""
     geometry = _Geometry(model)
     settings = model.settings

@@ -10,9 +10,11 @@ Bounds: a settings value is refused (:class:`~ros_dynamics.engine.exceptions.Mod
 naming the field) unless every number is finite and within :data:`LIMITS`, far beyond any robot
 and well below where torques could overflow.
 """
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
@@ -20,6 +22,9 @@ from .checks import as_finite_array
 from .exceptions import InvalidInputError, ModelError, ShapeError
 from .rotations import skew
 from .spatial import lump_inertias, spatial_inertia
+
+if TYPE_CHECKING:
+    from .model import RobotModel
 
 #: Default gravity [m/s^2] in the world frame: REP 103 puts z up; Pinocchio uses the same value.
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -66,7 +71,7 @@ class Payload:
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
 
-    def validated(self) -> 'Payload':
+    def validated(self) -> Payload:
         """The same payload with read-only arrays; :class:`ModelError` naming the fault
         unless the mass is finite and >= 0 and the inertia symmetric positive semi-definite.
         """
@@ -134,7 +139,7 @@ class DynamicSettings:
             object.__setattr__(self, name, _frozen(value))
 
 
-def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,
+def per_joint(model: RobotModel, values: Optional[PerJoint], default: np.ndarray, what: str,
               limit: float) -> np.ndarray:
     """A (nv,) array from ``values``: None (``default``), an array (nv,), or a mapping joint
     name -> value over ``default`` (a multi-DOF joint's value for each of its coordinates);
@@ -154,10 +159,9 @@ def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,
     return _bounded(out, what, limit, non_negative=True, shape=(model.nv,))
 
 
-def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
-                  rotor_inertia: Optional[PerJoint] = None, damping: Optional[PerJoint] = None,
-                  coulomb: Optional[PerJoint] = None,
-                  payloads: Sequence[Payload] = ()) -> DynamicSettings:
+def make_settings(model: RobotModel, *, gravity: Sequence[float] = DEFAULT_GRAVITY, rotor_inertia:
+                  Optional[PerJoint]=None, damping: Optional[PerJoint] = None, coulomb:
+                  Optional[PerJoint]=None, payloads: Sequence[Payload] = ()) -> DynamicSettings:
     """Validated :class:`DynamicSettings` for ``model``: ``gravity`` (3,) [m/s^2] in the world
     frame; ``rotor_inertia``, ``damping``, ``coulomb`` per joint (array (nv,) or mapping name ->
     value; defaults: zero rotor inertia, the URDF ``<dynamics>`` friction); ``payloads``, at most

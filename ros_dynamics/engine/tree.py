@@ -16,6 +16,9 @@ Builders (URDF, DH) describe a robot as :class:`LinkSpec` and :class:`JointSpec`
   the same order; a mimic joint follows ``q_mimic = multiplier * q_leader + offset``, resolved
   through chains of mimic joints down to an independent joint.
 """
+from __future__ import annotations
+
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 import warnings
@@ -292,7 +295,7 @@ def _resolve_mimics(moving, joint_map, independent):
             np.array([r[2] for r in rows], dtype=float))
 
 
-def inertia_problems(name, inertial):
+def inertia_problems(name: str, inertial: object):
     """Physical-consistency problems of one inertial (empty list when plausible).
 
     Mass must be > 0 for a link that carries inertia, the inertia positive semi-definite and its
@@ -360,7 +363,7 @@ def _massless_subtrees(moving, parent_body, mass):
             if subtree[k + 1] <= 0.0]
 
 
-def moved_links(joints):
+def moved_links(joints: Sequence):
     """Names of the links some non-fixed joint moves (directly or through fixed joints)."""
     parent = {j.child: j for j in joints}
     moved = {}

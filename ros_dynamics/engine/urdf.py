@@ -16,6 +16,8 @@ read (geometry, transmissions, simulator extensions) are ignored silently.
 joint moving in its frame's x-y plane; their ``<axis>`` and ``<limit>`` are ignored (an
 ``<axis>`` other than z on a planar joint is noted).
 """
+from __future__ import annotations
+
 import math
 import os
 import re
@@ -32,7 +34,7 @@ _PREFIXED = re.compile(r'</?([A-Za-z_][\w.-]*):[A-Za-z_]|\s([A-Za-z_][\w.-]*):[A
 _DECLARED = re.compile(r'xmlns:([A-Za-z_][\w.-]*)\s*=')
 
 
-def read_urdf_file(path):
+def read_urdf_file(path: str):
     """Text of a URDF file; :class:`UrdfError` when it cannot be read."""
     try:
         with open(os.fspath(path), encoding='utf-8') as f:
