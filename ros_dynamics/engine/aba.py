@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 MASS_MATRIX_MAX_DOF = 64
 
 
-def forward_dynamics(model: RobotModel, state: KinematicState, tau: ArrayLike, f_ext: dict |
-                     None=None, f_ext_frame: str = 'world', *, friction: bool = False):
+def forward_dynamics(model: RobotModel, state: KinematicState, tau: ArrayLike,
+                     f_ext: dict | None = None, f_ext_frame: str = 'world', *,
+                     friction: bool = False):
     """``qdd`` (..., nv) from a state computed with q and qd, torques ``tau`` (..., nv) and
     optional external wrenches (as in :func:`ros_dynamics.engine.rnea.inverse_dynamics`).
     """

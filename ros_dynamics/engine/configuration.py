@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from .model import RobotModel
 
 
-def q_from_names(model: RobotModel, names: Sequence[str], positions: ArrayLike, default:
-                 Optional[ArrayLike]=None, *, ignore_unknown: bool = False) -> np.ndarray:
+def q_from_names(model: RobotModel, names: Sequence[str], positions: ArrayLike,
+                 default: Optional[ArrayLike] = None, *,
+                 ignore_unknown: bool = False) -> np.ndarray:
     """``q`` (nq,) from (name, position) pairs merged onto ``default`` (:func:`neutral`
     if None); names are those of ``model.q_names`` (the joints' for one-DOF joints).
 
@@ -66,8 +67,8 @@ def neutral(model: RobotModel) -> np.ndarray:
     """
     return _with_multi_dof(model, np.zeros(model.nq), lambda joint: joint.neutral())
 
-def random_configuration(
-        model: RobotModel, rng: object = None, size: Optional[int] = None) -> np.ndarray:
+def random_configuration(model: RobotModel, rng: object = None,
+                         size: Optional[int] = None) -> np.ndarray:
     """Configurations (nq,) -- or (size, nq) -- drawn uniformly inside the limits (one
     turn for unbounded joints); floating and planar joints: translations in +-1 m, the
     orientation uniform. ``rng``: a seed or ``numpy.random.Generator``.

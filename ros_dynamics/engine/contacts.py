@@ -57,9 +57,9 @@ class ContactTorques:
     base_residual: np.ndarray
 
 
-def contact_gravity_torques(
-        model: RobotModel, state: KinematicState, contact_frames: Sequence[str], contact:
-        str='point', friction: Optional[float] = None) -> ContactTorques:
+def contact_gravity_torques(model: RobotModel, state: KinematicState, contact_frames: Sequence[str],
+                            contact: str = 'point',
+                            friction: Optional[float] = None) -> ContactTorques:
     """Actuated torques and contact forces holding the robot still at ``state.q`` on
     ``contact_frames`` (see the module docstring). Raises :class:`ModelError` for a model
     without a floating or planar joint, :class:`InvalidInputError` for bad arguments and

@@ -132,9 +132,9 @@ def _consistent(R: np.ndarray, z: np.ndarray, scale: np.ndarray, pi0: np.ndarray
     return parameters_from_pseudo_inertia(L @ L.T)
 
 
-def identify_payload(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike, a:
-                     ArrayLike, tau: ArrayLike, *, friction: bool = False, max_condition:
-                     float=MAX_CONDITION) -> PayloadEstimate:
+def identify_payload(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+                     tau: ArrayLike, *, friction: bool = False,
+                     max_condition: float = MAX_CONDITION) -> PayloadEstimate:
     """Identify the rigid payload fixed to ``frame`` from joint states along a motion.
 
     ``q`` (n, nq) [rad or m], ``v`` (n, nv), ``a`` (n, nv) and the measured efforts ``tau``
@@ -202,10 +202,10 @@ def identify_payload(model: RobotModel, frame: str | int, q: ArrayLike, v: Array
         condition_number=condition, mass_com_condition_number=mass_com_condition, samples=n)
 
 
-def identify_payload_from_positions(
-        model: RobotModel, frame: str | int, t: ArrayLike, q: ArrayLike, tau: ArrayLike, *,
-        window: int = 51, polyorder: int = 3, friction: bool = False,
-        max_condition: float = MAX_CONDITION) -> PayloadEstimate:
+def identify_payload_from_positions(model: RobotModel, frame: str | int, t: ArrayLike, q: ArrayLike,
+                                    tau: ArrayLike, *, window: int = 51, polyorder: int = 3,
+                                    friction: bool = False,
+                                    max_condition: float = MAX_CONDITION) -> PayloadEstimate:
     """:func:`identify_payload` from a recording: sample times ``t`` (n,) [s] (increasing,
     possibly uneven), positions ``q`` (n, nq) and measured efforts ``tau`` (n, nv).
 

@@ -144,8 +144,8 @@ class IKSolver:
         with self._lock:
             return self._tables.get(frame)
 
-    def solve(self, tip_frame: str, T_target, q_seed=None, *, position_tolerance: float = 1e-5,
-              orientation_tolerance: float = 1e-5, position_only: bool = False, weights=None,
+    def solve(self, tip_frame: str, T_target, q_seed=None, *, position_tolerance: float = 1e-05,
+              orientation_tolerance: float = 1e-05, position_only: bool = False, weights=None,
               timeout: float = 0.005, max_solutions: int = 1, active_joints=None,
               rng=None) -> 'IKResult':
         """Joint positions that put ``tip_frame`` at ``T_target`` (4x4, ``T_world_tip``).

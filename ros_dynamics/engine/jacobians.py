@@ -38,8 +38,8 @@ def _rotate_rows(R_T, J):
     return np.concatenate([R_T @ J[..., :3, :], R_T @ J[..., 3:, :]], axis=-2)
 
 
-def frame_jacobian(state: KinematicState, frame: str | int, expressed_in:
-                   str='local_world_aligned', point: ArrayLike | None = None):
+def frame_jacobian(state: KinematicState, frame: str | int,
+                   expressed_in: str = 'local_world_aligned', point: ArrayLike | None = None):
     """Geometric Jacobian (..., 6, nv) of ``frame`` (or of ``point`` fixed in it, frame coords).
 
     Column of degree of freedom k with spatial motion ``S_k = [s_v; s_w]`` (world, at the world
@@ -60,8 +60,9 @@ def frame_jacobian(state: KinematicState, frame: str | int, expressed_in:
     return m.to_independent_columns(np.swapaxes(cols, -1, -2))
 
 
-def jacobian_time_derivative(state: KinematicState, frame: str | int, expressed_in:
-                             str='local_world_aligned', point: ArrayLike | None = None):
+def jacobian_time_derivative(state: KinematicState, frame: str | int,
+                             expressed_in: str = 'local_world_aligned',
+                             point: ArrayLike | None = None):
     """Time derivative (..., 6, nv) of :func:`frame_jacobian` along (q, qd); state needs qd."""
     check_convention(expressed_in)
     state.require('jacobian_time_derivative')
@@ -86,8 +87,8 @@ def jacobian_time_derivative(state: KinematicState, frame: str | int, expressed_
     return m.to_independent_columns(Jdot)
 
 
-def frame_velocity(state: KinematicState, frame: str | int, expressed_in:
-                   str='local_world_aligned', point: ArrayLike | None = None):
+def frame_velocity(state: KinematicState, frame: str | int,
+                   expressed_in: str = 'local_world_aligned', point: ArrayLike | None = None):
     """Twist (..., 6) of a frame in the chosen convention; state needs qd."""
     check_convention(expressed_in)
     state.require('frame_velocity')
@@ -101,9 +102,9 @@ def frame_velocity(state: KinematicState, frame: str | int, expressed_in:
     return np.concatenate([v_p, w], axis=-1)
 
 
-def frame_acceleration(state: KinematicState, frame: str | int, expressed_in:
-                       str='local_world_aligned', point: ArrayLike | None = None, kind:
-                       str='classical'):
+def frame_acceleration(state: KinematicState, frame: str | int,
+                       expressed_in: str = 'local_world_aligned', point: ArrayLike | None = None,
+                       kind: str = 'classical'):
     """Acceleration (..., 6) of a frame; state needs qd and qdd.
 
     ``kind='classical'``: the linear part is the second derivative of the point's position

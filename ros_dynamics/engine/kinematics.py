@@ -362,8 +362,8 @@ class RelativeMotion:
     angular_acceleration: np.ndarray
 
 
-def relative_twist(state: KinematicState, frame_i: str | int, frame_j: str | int, observer: str |
-                   int, expressed_in: str):
+def relative_twist(state: KinematicState, frame_i: str | int, frame_j: str | int,
+                   observer: str | int, expressed_in: str):
     """Velocity (..., 3) [m/s] and angular velocity (..., 3) [rad/s] of ``frame_i`` relative to
     ``frame_j``, observed from ``observer`` (L) and expressed in ``expressed_in`` (K): the first
     half of :func:`relative_motion`, from a state computed with q and qd only.
@@ -378,8 +378,8 @@ def relative_twist(state: KinematicState, frame_i: str | int, frame_j: str | int
             np.einsum('...ji,...j->...i', R_k, w_i - w_j))
 
 
-def relative_motion(state: KinematicState, frame_i: str | int, frame_j: str | int, observer: str |
-                    int, expressed_in: str):
+def relative_motion(state: KinematicState, frame_i: str | int, frame_j: str | int,
+                    observer: str | int, expressed_in: str):
     """:class:`RelativeMotion` of ``frame_i`` w.r.t. ``frame_j`` observed from ``observer`` (L),
     expressed in ``expressed_in`` (K), from a state computed with q, qd and qdd.
 

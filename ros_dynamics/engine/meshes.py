@@ -25,8 +25,7 @@ from .rotations import matrix_from_rpy
 MAX_LENGTH = 1e6
 
 
-def resolve_uri(uri: str, base_dir: Optional[str] = None,
-                search_paths: Sequence[str] = ()) -> str:
+def resolve_uri(uri: str, base_dir: Optional[str] = None, search_paths: Sequence[str] = ()) -> str:
     """Absolute path of a mesh URI; :class:`MeshError` listing what was tried otherwise."""
     tried = []
     if uri.startswith('package://'):

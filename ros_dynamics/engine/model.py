@@ -352,8 +352,8 @@ class RobotModel(AlgorithmEntryPoints):
     # --- construction -----------------------------------------------------------------------
 
     @classmethod
-    def from_urdf_string(cls, xml: str, *, root_joint: Optional[str] = None,
-                         strict: bool = False, fill_inertials_density: Optional[float] = None,
+    def from_urdf_string(cls, xml: str, *, root_joint: Optional[str] = None, strict: bool = False,
+                         fill_inertials_density: Optional[float] = None,
                          base_dir: Optional[str] = None,
                          mesh_search_paths: Sequence[str] = ()) -> RobotModel:
         """Model of the URDF text ``xml`` (e.g. the ``robot_description`` parameter).

@@ -95,8 +95,7 @@ class MomentumObserver:
         """``1 / gain`` (nv,) [s]."""
         return 1.0 / self.gain
 
-    def update(self, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike,
-               dt: float) -> np.ndarray:
+    def update(self, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike, dt: float) -> np.ndarray:
         """One step: positions ``q`` (nq,) [rad or m], velocities ``v`` (nv,), measured efforts
         ``tau_measured`` (nv,) [N m or N] and the time ``dt`` [s] since the previous update.
         Returns ``tau_ext`` (nv,) [N m or N], the external torques' estimate (positive when the
@@ -157,8 +156,8 @@ class WrenchEstimate:
 
 
 def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame: str | int, *,
-                             force_only: bool = False, damping: float = 0.001, singular_ratio:
-                             float=0.01) -> WrenchEstimate:
+                             force_only: bool = False, damping: float = 0.001,
+                             singular_ratio: float = 0.01) -> WrenchEstimate:
     """:func:`external_wrench` from a kinematic pass (computed with q) the caller holds."""
     model = state.model
     tau_ext = as_velocity(model, tau_ext, 'tau_ext', state.batch_shape)
@@ -182,9 +181,9 @@ def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame: s
                           near_singular=np.asarray(near))
 
 
-def external_wrench(
-        model: RobotModel, q: ArrayLike, tau_ext: ArrayLike, frame: str | int, *, force_only:
-        bool=False, damping: float = 0.001, singular_ratio: float = 0.01) -> WrenchEstimate:
+def external_wrench(model: RobotModel, q: ArrayLike, tau_ext: ArrayLike, frame: str | int, *,
+                    force_only: bool = False, damping: float = 0.001,
+                    singular_ratio: float = 0.01) -> WrenchEstimate:
     """The wrench at ``frame`` (name or index) that explains external torques best.
 
     ``q`` (..., nq) [rad or m], ``tau_ext`` (..., nv) [N m or N] (e.g.
@@ -239,8 +238,8 @@ def joints_in_collision(tau_ext: ArrayLike, thresholds: ArrayLike) -> np.ndarray
     return np.abs(tau_ext) > limits
 
 
-def observe(model: RobotModel, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured:
-            ArrayLike, t: ArrayLike, *, friction: bool = False) -> np.ndarray:
+def observe(model: RobotModel, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike,
+            t: ArrayLike, *, friction: bool = False) -> np.ndarray:
     """Run a :class:`MomentumObserver` over a recording: ``q`` (n, nq), ``v`` and
     ``tau_measured`` (n, nv), sample times ``t`` (n,) [s], increasing. Returns the estimates
     ``tau_ext`` (n, nv), zeros for the first sample.

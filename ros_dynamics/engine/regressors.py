@@ -68,8 +68,7 @@ def _inertia_map(u: np.ndarray) -> np.ndarray:
                      np.stack([zero, zero, zero, x, y, z], axis=-1)], axis=-2)
 
 
-def wrench_columns(T_world_x: np.ndarray, V_world: np.ndarray,
-                   A_world: np.ndarray) -> np.ndarray:
+def wrench_columns(T_world_x: np.ndarray, V_world: np.ndarray, A_world: np.ndarray) -> np.ndarray:
     """Wrench a rigid body needs for its motion, as a linear function of its parameters in x.
 
     ``T_world_x`` (..., 4, 4): pose of a frame x fixed to the body; ``V_world``, ``A_world``
@@ -115,8 +114,8 @@ def regressor_of_state(state: KinematicState) -> np.ndarray:
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def joint_torque_regressor(
-        model: RobotModel, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> np.ndarray:
+def joint_torque_regressor(model: RobotModel, q: ArrayLike, v: ArrayLike,
+                           a: ArrayLike) -> np.ndarray:
     """Joint torque regressor ``Y`` (..., nv, 10 * n_moving) at the motion (q, v, a).
 
     ``q`` (..., nq) [rad or m], ``v`` (..., nv) [rad/s or m/s], ``a`` (..., nv) [rad/s^2 or
@@ -139,8 +138,8 @@ def payload_regressor_of_state(state: KinematicState, frame: str | int) -> np.nd
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def payload_regressor(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike, a:
-                      ArrayLike) -> np.ndarray:
+def payload_regressor(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike,
+                      a: ArrayLike) -> np.ndarray:
     """Regressor ``Y_p`` (..., nv, 10) of a rigid payload fixed to ``frame`` (name or index).
 
     ``Y_p @ pi_p`` are the joint torques [N m or N] the payload adds at the motion (q, v, a)
@@ -162,8 +161,7 @@ def _motion_state(model, q, v, a) -> KinematicState:
 # --- parameter conversions ----------------------------------------------------------------
 
 
-def parameters_from_inertia(mass: ArrayLike, com: ArrayLike,
-                            inertia_com: ArrayLike) -> np.ndarray:
+def parameters_from_inertia(mass: ArrayLike, com: ArrayLike, inertia_com: ArrayLike) -> np.ndarray:
     """Parameters ``pi`` (..., 10) of bodies from mass (...,) [kg], center of mass (..., 3)
     [m] and rotational inertia about the center of mass (..., 3, 3) [kg m^2], all in one frame.
     """
@@ -233,8 +231,8 @@ def parameters_from_pseudo_inertia(J: ArrayLike, *, check: bool = True) -> np.nd
     return np.concatenate([J[..., 3, 3:], first, flat], axis=-1)
 
 
-def inertial_parameters(
-        model: RobotModel, settings: Optional[DynamicSettings] = None) -> np.ndarray:
+def inertial_parameters(model: RobotModel,
+                        settings: Optional[DynamicSettings] = None) -> np.ndarray:
     """Parameters ``pi`` (10 * n_moving,) of every moving body, payloads included, from the
     model's current dynamic settings (or ``settings`` made for it); see the module docstring.
     """

@@ -77,8 +77,8 @@ def min_states(model: RobotModel):
     return 2 * model.n_moving
 
 
-def inverse_dynamics(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, *, friction:
-                     bool=False):
+def inverse_dynamics(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, *,
+                     friction: bool = False):
     """Torques (B, nq) for validated states ``q``, ``qd``, ``qdd`` of shape (B, nq)."""
     geometry = _Geometry(model)
     settings = model.settings

@@ -159,9 +159,10 @@ def per_joint(model: RobotModel, values: Optional[PerJoint], default: np.ndarray
     return _bounded(out, what, limit, non_negative=True, shape=(model.nv,))
 
 
-def make_settings(model: RobotModel, *, gravity: Sequence[float] = DEFAULT_GRAVITY, rotor_inertia:
-                  Optional[PerJoint]=None, damping: Optional[PerJoint] = None, coulomb:
-                  Optional[PerJoint]=None, payloads: Sequence[Payload] = ()) -> DynamicSettings:
+def make_settings(model: RobotModel, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
+                  rotor_inertia: Optional[PerJoint] = None, damping: Optional[PerJoint] = None,
+                  coulomb: Optional[PerJoint] = None,
+                  payloads: Sequence[Payload] = ()) -> DynamicSettings:
     """Validated :class:`DynamicSettings` for ``model``: ``gravity`` (3,) [m/s^2] in the world
     frame; ``rotor_inertia``, ``damping``, ``coulomb`` per joint (array (nv,) or mapping name ->
     value; defaults: zero rotor inertia, the URDF ``<dynamics>`` friction); ``payloads``, at most
