@@ -11,10 +11,12 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 import warnings
 
@@ -335,37 +337,77 @@ def bench_deadline(solves, rng):
     return out
 
 
-def bench_node(rates, durations):
+#: Robots of the node section: example-robot-data URDF and the tip frames served (every output
+#: on for each: pose, twist and Jacobian per tip, gravity torques and command, markers).
+NODE_ROBOTS = {
+    'panda': ('panda_description/urdf/panda.urdf', ['panda_hand_tcp']),
+    'talos': ('talos_data/robots/talos_full_v2.urdf',
+              ['gripper_left_base_link', 'gripper_right_base_link', 'left_sole_link',
+               'right_sole_link']),
+}
+OURS, ECHO = 'ros_dynamics dynamics_node', 'echo node (rclpy floor)'
+
+
+def bench_node(runs, profile_seconds):
+    """Each ``(robot, rate [Hz], duration [s])`` of ``runs``: ours, then the echo node, fed the
+    robot's joint states at that rate, back to back (both measured in the same run);
+    then, per robot, a run of ours sampled by py-spy for ``profile_seconds`` at the highest rate,
+    with the node timing its garbage collections.
+    """
+    import node_profile
     import psutil
     import rclpy
     from sensor_msgs.msg import JointState
-    path = erd(ROBOTS['panda'][0])
-    model = load(path)
     scripts = sysconfig.get_paths()['scripts']
-    commands = {
-        # Every output on, for the arm's end effector (the default would add both fingers).
-        'ros_dynamics dynamics_node': [os.path.join(scripts, 'dynamics_node'), '--ros-args',
-                                       '-p', f'urdf_file:={path}',
-                                       '-p', 'tip_frames:=[panda_hand_tcp]'],
-        'echo node (rclpy floor)': [sys.executable, os.path.join(HERE, 'echo_node.py')],
-    }
     rclpy.init()
     client = rclpy.create_node('bench_client')
     results = {}
     try:
-        for name, cmd in commands.items():
-            for rate, duration in zip(rates, durations):
-                results.setdefault(name, {})[str(rate)] = _node_run(
+        for robot, rate, duration in runs:
+            rel, tips = NODE_ROBOTS[robot]
+            path = erd(rel)
+            model = load(path)
+            entry = results.setdefault(robot, {'nq': model.nq, 'tips': tips, 'runs': {}})
+            for name, cmd in _node_commands(scripts, path, tips).items():
+                entry['runs'].setdefault(name, {})[str(rate)] = _node_run(
                     rclpy, client, JointState, psutil, cmd, model, rate, duration)
-                print(f'[bench] node {name} at {rate} Hz done', flush=True)
+                print(f'[bench] node {name} on {robot} at {rate} Hz done', flush=True)
+        for robot, entry in results.items():
+            rate = max(rate for r, rate, _ in runs if r == robot)
+            if not node_profile.available():
+                entry['profile'] = {'note': 'py-spy not installed (make bench installs it)'}
+                continue
+            path = erd(NODE_ROBOTS[robot][0])
+            cmd = _node_commands(scripts, path, entry['tips'])[OURS]
+            entry['profile'] = _node_run(rclpy, client, JointState, psutil, cmd, load(path),
+                                         rate, profile_seconds, profile=node_profile)
+            entry['profile']['rate'] = rate
+            print(f'[bench] node profile on {robot} done', flush=True)
     finally:
         client.destroy_node()
         rclpy.try_shutdown()
     return results
 
 
-def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _node_commands(scripts, path, tips):
+    return {OURS: [os.path.join(scripts, 'dynamics_node'), '--ros-args',
+                   '-p', f'urdf_file:={path}', '-p', f'tip_frames:=[{",".join(tips)}]'],
+            ECHO: [sys.executable, os.path.join(HERE, 'echo_node.py')]}
+
+
+def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration, profile=None):
+    """One node process fed joint states of ``model`` at ``rate`` for ``duration``: answers,
+    latency to its gravity_torques, CPU of the process [% of one core], memory, the load
+    average; with ``profile`` (:mod:`node_profile`), py-spy's breakdown and the GC statistics.
+    """
+    from diagnostic_msgs.msg import DiagnosticArray
+    env = dict(os.environ)
+    scratch = tempfile.mkdtemp(prefix='ros_dynamics_node_bench_')
+    gc_path, stacks = os.path.join(scratch, 'gc_stats.json'), os.path.join(scratch, 'stacks.txt')
+    if profile is not None:
+        from ros_dynamics.ros.gc_stats import ENVIRONMENT
+        env[ENVIRONMENT] = gc_path
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     sent, lat = {}, []
 
     def on_msg(msg):
@@ -375,6 +417,16 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
             lat.append(time.perf_counter() - t)
 
     sub = client.create_subscription(JointState, 'gravity_torques', on_msg, 1000)
+    passes = []          # the node's own median time of an output pass, per diagnostics report
+
+    def on_diagnostics(msg):
+        for status in msg.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if 'compute_time_median_ms' in values:
+                passes.append(float(values['compute_time_median_ms']))
+
+    diagnostics = client.create_subscription(DiagnosticArray, '/diagnostics', on_diagnostics,
+                                             10)
     pub = client.create_publisher(JointState, 'joint_states', 1000)
     msg = JointState(name=list(model.joint_names), position=[0.1] * model.nq,
                      velocity=[0.0] * model.nq)
@@ -382,15 +434,16 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
     period = 1.0 / rate
     lat.clear()
     sent.clear()
+    passes.clear()
     info = psutil.Process(proc.pid)
     mem_start = info.memory_info().rss
     cpu_start = sum(info.cpu_times()[:2])
+    load_start = os.getloadavg()
+    sampler = profile.record(proc.pid, duration, stacks) if profile is not None else None
     count, start = 0, time.perf_counter()
     rng = np.random.default_rng(0)
     while time.perf_counter() - start < duration:
-        target = start + count * period
-        while time.perf_counter() < target:
-            rclpy.spin_once(client, timeout_sec=0)
+        _spin_until(rclpy, client, start + count * period)
         msg.header.stamp = client.get_clock().now().to_msg()
         msg.position = rng.uniform(-1, 1, model.nq).tolist()
         sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = time.perf_counter()
@@ -400,19 +453,33 @@ def _node_run(rclpy, client, JointState, psutil, cmd, model, rate, duration):
     while time.perf_counter() < end:
         rclpy.spin_once(client, timeout_sec=0.01)
     elapsed = time.perf_counter() - start
-    cpu = (sum(info.cpu_times()[:2]) - cpu_start) / elapsed
+    cpu_seconds = sum(info.cpu_times()[:2]) - cpu_start
     mem_end = info.memory_info().rss
+    load_end = os.getloadavg()
+    if sampler is not None:
+        sampler.wait(duration + 30)
     proc.send_signal(signal.SIGINT)
     proc.wait(10)
     client.destroy_subscription(sub)
+    client.destroy_subscription(diagnostics)
     client.destroy_publisher(pub)
     lat_ms = np.array(lat) * 1e3
-    return {'duration_s': duration, 'sent': count, 'answered': len(lat),
-            'output_rate_hz': len(lat) / duration,
-            'p50_ms': float(np.median(lat_ms)) if len(lat) else None,
-            'p99_ms': float(np.percentile(lat_ms, 99)) if len(lat) else None,
-            'cpu_percent': 100.0 * cpu, 'rss_start_mb': mem_start / 2 ** 20,
-            'rss_end_mb': mem_end / 2 ** 20}
+    out = {'duration_s': duration, 'sent': count, 'answered': len(lat),
+           'output_rate_hz': len(lat) / duration,
+           'p50_ms': float(np.median(lat_ms)) if len(lat) else None,
+           'p99_ms': float(np.percentile(lat_ms, 99)) if len(lat) else None,
+           'cpu_percent': 100.0 * cpu_seconds / elapsed, 'rss_start_mb': mem_start / 2 ** 20,
+           'rss_end_mb': mem_end / 2 ** 20,
+           'load_average': [round(x, 2) for x in load_start[:1] + load_end[:1]]}
+    if passes:       # ours: the median over the run of its per-second medians
+        out['output_pass_ms'] = float(np.median(passes))
+    if profile is not None:
+        out['parts_percent_of_core'] = profile.breakdown(stacks, out['cpu_percent'])
+        if os.path.isfile(gc_path):
+            with open(gc_path) as f:
+                out['gc'] = profile.gc_share(json.load(f), cpu_seconds)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
 
 
 def settle(rclpy, client, pub, msg, sent, answered, rate, seconds, timeout=30.0):
@@ -430,9 +497,15 @@ def settle(rclpy, client, pub, msg, sent, answered, rate, seconds, timeout=30.0)
     while time.perf_counter() < until:
         msg.header.stamp = client.get_clock().now().to_msg()
         pub.publish(msg)
-        target = time.perf_counter() + 1.0 / rate
-        while time.perf_counter() < target:
-            rclpy.spin_once(client, timeout_sec=0)
+        _spin_until(rclpy, client, time.perf_counter() + 1.0 / rate)
+
+
+def _spin_until(rclpy, client, target):
+    """Take the client's messages until ``target`` (perf_counter) [s], waiting for them rather
+    than polling: a client spinning a core would take it from the nodes measured (two cores).
+    """
+    while (remaining := target - time.perf_counter()) > 0:
+        rclpy.spin_once(client, timeout_sec=remaining)
 
 
 def bench_scaling(sizes, calls, rng):
@@ -486,8 +559,10 @@ def main(argv=None):
     if 'deadline' in sections:
         results['deadline'] = bench_deadline(20 if quick else 2000, rng)
     if 'node' in sections:
-        results['node'] = bench_node([250] if quick else [250, 500, 1000],
-                                     [1.0] if quick else [10.0, 10.0, 60.0])
+        results['node'] = bench_node(
+            [('panda', 250, 1.0), ('talos', 250, 1.0)] if quick else
+            [('panda', 250, 10.0), ('panda', 500, 10.0), ('panda', 1000, 60.0),
+             ('talos', 1000, 60.0)], 2.0 if quick else 20.0)
     if 'scaling' in sections:
         results['scaling'] = bench_scaling([2, 8] if quick else [2, 4, 8, 16, 32, 64],
                                            20 if quick else 300, rng)

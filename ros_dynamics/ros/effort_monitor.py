@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
@@ -32,13 +31,12 @@ from . import effort_outputs
 from .joint_state_merger import InvalidJointState
 from .outputs import NonFiniteOutput
 from .payload_recorder import PayloadRecorder
+from .tip_topics import output_publisher
 
 #: QoS of ``collision``: reliable and latched, so a monitor started late gets the current state.
 COLLISION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL,
                            history=HistoryPolicy.KEEP_LAST)
-#: History depth of ``external_torques`` and ``wrench_estimates/<tip>``.
-DEPTH = 10
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,9 +66,7 @@ class EffortMonitor:
         self._diagnostics = diagnostics
         self._log = log
         self._tips = tips
-        options = QoSOverridingOptions.with_default_policies()
-        self._torques = node.create_publisher(JointState, 'external_torques', DEPTH,
-                                              qos_overriding_options=options)
+        self._torques = output_publisher(node, JointState, 'external_torques')
         self._collision = node.create_publisher(Bool, 'collision', COLLISION_QOS)
         self._collision.publish(Bool(data=False))
         self.recorder = PayloadRecorder()

@@ -14,7 +14,6 @@ import time
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, WrenchStamped
 import numpy as np
-from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -24,7 +23,7 @@ from ..engine.exceptions import StanceError
 from . import base_outputs, markers, outputs
 from .effort_monitor import EffortMonitor
 from .outputs import NonFiniteOutput
-from .tip_topics import TipTopics
+from .tip_topics import TipTopics, output_publisher
 
 #: History depth of the output topics.
 DEPTH = 10
@@ -38,10 +37,8 @@ class OutputPublisher:
         self._node = node
         self._diagnostics = diagnostics
         self._log = log
-        options = QoSOverridingOptions.with_default_policies()
-
         def publisher(kind, topic):
-            return node.create_publisher(kind, topic, DEPTH, qos_overriding_options=options)
+            return output_publisher(node, kind, topic)
 
         self._gravity = publisher(JointState, 'gravity_torques')
         self._command = publisher(Float64MultiArray, 'gravity_command')

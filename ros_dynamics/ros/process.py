@@ -14,6 +14,8 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
+from . import gc_stats
+
 
 def run_nodes(build, args=None):
     """Init rclpy, spin every node ``build()`` returns until a signal; returns the exit code:
@@ -34,12 +36,14 @@ def run_nodes(build, args=None):
     nodes, executors, threads = [], [], []
     failed = []
     code = 0
+    profile = None
     try:
         nodes = list(build())
         # What lives for the whole run (model, messages, modules) leaves the garbage
         # collector's generations, so its full passes stay short beside 1 kHz callbacks.
         gc.collect()
         gc.freeze()
+        profile = gc_stats.from_environment()     # None unless ROS_DYNAMICS_GC_STATS is set
         for node in nodes:
             count = getattr(node, 'executor_threads', 1)
             executor = MultiThreadedExecutor(count) if count > 1 else SingleThreadedExecutor()
@@ -59,6 +63,8 @@ def run_nodes(build, args=None):
               file=sys.stderr)
         code = 1
     finally:
+        if profile is not None:               # before shutting down: the streaming time only
+            profile.write()
         for executor in executors:
             executor.shutdown(timeout_sec=1.0)
         for thread in threads:
