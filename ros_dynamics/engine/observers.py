@@ -157,14 +157,19 @@ class WrenchEstimate:
 
 def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame: str | int, *,
                              force_only: bool = False, damping: float = 0.001,
-                             singular_ratio: float = 0.01) -> WrenchEstimate:
-    """:func:`external_wrench` from a kinematic pass (computed with q) the caller holds."""
+                             singular_ratio: float = 0.01,
+                             J_world_frame: np.ndarray | None = None) -> WrenchEstimate:
+    """:func:`external_wrench` from a kinematic pass (computed with q) the caller holds;
+    ``J_world_frame``: the frame's ``'local_world_aligned'`` Jacobian of that pass (..., 6, nv)
+    when the caller already has it.
+    """
     model = state.model
     tau_ext = as_velocity(model, tau_ext, 'tau_ext', state.batch_shape)
     damping = float(as_finite_array(damping, 'damping'))
     if damping < 0:
         raise InvalidInputError(f'damping: expected a value >= 0, got {damping}')
-    J = frame_jacobian(state, frame, 'local_world_aligned')
+    J = frame_jacobian(state, frame, 'local_world_aligned') if J_world_frame is None \
+        else J_world_frame
     rows = 3 if force_only else 6
     U, s, Vh = np.linalg.svd(J[..., :rows, :], full_matrices=False)
     # J^T F = tau: F = U diag(s / (s^2 + damping^2)) Vh tau (least squares, damped); directions

@@ -125,11 +125,13 @@ class EffortMonitor:
         self.recorder.record(serving, merger.q, sample)
         return sample
 
-    def update(self, serving, state, sample, ready):
+    def update(self, serving, state, sample, ready, jacobians):
         """Run the observer on ``sample`` with the kinematic pass ``state`` (computed with
         velocities) and publish: the collision signal first, then external torques and the
-        wrench estimates of the tips ``ready`` says (None: all). A sample already taken (the
-        ``publish_rate`` timer serving the same joint state again) is skipped.
+        wrench estimates of the tips ``ready`` says (None: all), with the pass's tip Jacobians
+        (:class:`~ros_dynamics.ros.outputs.TipJacobians`, shared with the other outputs). A
+        sample already taken (the ``publish_rate`` timer serving the same joint state again) is
+        skipped.
         """
         if sample is None or sample is self._last or self._observer is None \
                 or state.model is not self._observer.model:
@@ -162,15 +164,16 @@ class EffortMonitor:
             self._torques.publish(effort_outputs.external_torques_message(
                 model, tau_ext, sample.stamp, self._message))
         if on.wrench_estimates:
-            self._publish_wrenches(current, state, tau_ext, sample.stamp, ready)
+            self._publish_wrenches(current, state, tau_ext, sample.stamp, ready, jacobians)
 
-    def _publish_wrenches(self, current, state, tau_ext, stamp, ready):
+    def _publish_wrenches(self, current, state, tau_ext, stamp, ready, jacobians):
         frame_id = current.frame_prefix + current.base_frame
         for k, tip in enumerate(current.tips):
             if ready is not None and not ready[k]:
                 continue
             F_base, near_singular = effort_outputs.wrench_estimate(
-                state, tau_ext, tip, current.base_frame, current.effort.force_only)
+                state, tau_ext, tip, current.base_frame, current.effort.force_only,
+                jacobians.world(tip))
             if near_singular:
                 self._diagnostics.count('wrench_estimates_singular')
                 self._log.warning(f'wrench estimate of {tip!r} not published: its Jacobian is '

@@ -46,13 +46,15 @@ def joints_over(model, tau_ext, thresholds):
     return np.abs(tau_ext[model.actuated_v_index]) > thresholds
 
 
-def wrench_estimate(state, tau_ext, tip, base, force_only=False):
+def wrench_estimate(state, tau_ext, tip, base, force_only=False, J_world_tip=None):
     """The wrench at ``tip``'s origin that explains ``tau_ext`` best
     (:func:`~ros_dynamics.engine.observers.external_wrench_of_state`), in ``base``'s axes:
-    ``(F_base (6,), near_singular)``. Raises :class:`~ros_dynamics.ros.outputs.NonFiniteOutput`
-    when it is not finite.
+    ``(F_base (6,), near_singular)``; ``J_world_tip``: the tip's Jacobian of the pass when
+    already computed. Raises :class:`~ros_dynamics.ros.outputs.NonFiniteOutput` when it is not
+    finite.
     """
-    estimate = external_wrench_of_state(state, tau_ext, tip, force_only=force_only)
+    estimate = external_wrench_of_state(state, tau_ext, tip, force_only=force_only,
+                                        J_world_frame=J_world_tip)
     R_world_base = state.frame_pose(base)[:3, :3]
     F_world = estimate.wrench
     F_base = np.concatenate([R_world_base.T @ F_world[:3], R_world_base.T @ F_world[3:]])

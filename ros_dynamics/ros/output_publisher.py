@@ -82,7 +82,7 @@ class OutputPublisher:
         state = outputs.kinematics_pass(model, current, q, qd, velocities=effort is not None)
         jacobians = outputs.TipJacobians(state)
         try:                             # the collision signal first
-            self.efforts.update(serving, state, effort, ready)
+            self.efforts.update(serving, state, effort, ready, jacobians)
         except NonFiniteOutput as err:
             self._not_finite(err)
         try:
