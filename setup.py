@@ -9,7 +9,7 @@ setup(
     name=PACKAGE,
     version='0.1.0',
     packages=find_packages(include=[PACKAGE, PACKAGE + '.*']),
-    package_data={PACKAGE: ['robots/*.urdf', 'py.typed']},
+    package_data={PACKAGE: ['robots/*.urdf', 'py.typed', 'ros/fastdds_profile.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
         ('share/' + PACKAGE, ['package.xml']),

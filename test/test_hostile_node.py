@@ -205,20 +205,25 @@ def test_floods_of_unknown_names_keep_memory_and_log_lines_bounded(harness):
     for _ in range(3):                                 # warm up: allocator and queues settle
         assert harness.good_answered()
     before = rss_mb(pid)
-    for burst in range(10):
-        names = [f'ghost_{burst}_{i}' for i in range(100_000)] + NAMES
-        msg = JointState(name=names, position=[0.0] * 100_000 + Q)
+    for burst, size in enumerate([100_000] * 3 + [1_000_000]):
+        names = [f'ghost_{burst}_{i}' for i in range(size)] + NAMES
+        msg = JointState(name=names, position=[0.0] * size + Q)
         msg.header.stamp.sec = 9000 + burst
-        # Best effort: a message of several MB can be lost on the way; sent again until answered.
+        # Best effort: a message of several MB is often lost on the way; sent until answered.
         for _ in range(100):
             harness.states.publish(msg)
-            if spin_until(harness.client, lambda b=burst: 9000 + b in harness.torques, 0.2):
+            if spin_until(harness.client, lambda b=burst: 9000 + b in harness.torques, 0.3):
                 break
         assert 9000 + burst in harness.torques, burst
+    # Copies still queued take the node about a second per million names.
+    assert harness.good_answered(60.0)
     spin_until(harness.client, lambda: False, 1.5)    # the 1 Hz tick gives memory back
     for _ in range(3):
         assert harness.good_answered()
     after = rss_mb(pid)
     print(f"node RSS before the flood {before:.0f} MB, after {after:.0f} MB")
-    assert after < 1.1 * before + 20, (before, after)
+    assert after <= 1.1 * before, (before, after)
+    # The middleware's readers free what they received (ros/fastdds_profile.xml, parsed cleanly).
+    assert 'Fast DDS readers free each sample once taken' in harness.node.output()
+    assert 'XMLPARSER' not in harness.node.output()
     assert 'joint states name joints the model does not have' in harness.node.output()

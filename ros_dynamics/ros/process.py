@@ -12,9 +12,10 @@ import traceback
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.logging import get_logger
 from rclpy.signals import SignalHandlerOptions
 
-from . import gc_stats
+from . import gc_stats, memory, middleware
 
 
 def run_nodes(build, args=None):
@@ -27,7 +28,14 @@ def run_nodes(build, args=None):
     (rclpy's own handlers would shut the context down under a spinning executor thread).
     """
     faulthandler.enable()      # a crash in native code prints the Python stack
+    memory.pin_allocator_thresholds()
+    releasing_readers = middleware.use_releasing_readers()     # before the middleware starts
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    if releasing_readers:
+        get_logger('ros_dynamics').info(
+            f'Fast DDS readers free each sample once taken ({middleware.PROFILE}); set '
+            'FASTRTPS_DEFAULT_PROFILES_FILE or RMW_FASTRTPS_USE_QOS_FROM_XML to configure '
+            'Fast DDS yourself')
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -1,0 +1,117 @@
+"""The process settings that give memory back after a huge input: glibc's thresholds pinned,
+and Fast DDS readers that free what they received unless the user configures Fast DDS.
+The effect on a running node is checked in test_hostile_node.py.
+"""
+import os
+import platform
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ros_dynamics.ros import memory, middleware
+
+FASTDDS = {'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTRTPS_DEFAULT_PROFILES_FILE',
+           'FASTDDS_DEFAULT_PROFILES_FILE'}
+
+
+@pytest.mark.parametrize('rmw', ['', 'rmw_fastrtps_cpp', 'rmw_fastrtps_dynamic_cpp'])
+def test_fast_dds_readers_free_samples_by_default(tmp_path, rmw):
+    environ = {'RMW_IMPLEMENTATION': rmw} if rmw else {}
+    assert middleware.use_releasing_readers(environ, cwd=str(tmp_path))
+    assert environ['RMW_FASTRTPS_USE_QOS_FROM_XML'] == '1'
+    assert environ['FASTRTPS_DEFAULT_PROFILES_FILE'] == middleware.PROFILE
+    assert environ['FASTDDS_DEFAULT_PROFILES_FILE'] == middleware.PROFILE
+    assert os.path.isfile(middleware.PROFILE)
+
+
+@pytest.mark.parametrize('setting', [
+    {'RMW_IMPLEMENTATION': 'rmw_cyclonedds_cpp'},
+    {'RMW_FASTRTPS_USE_QOS_FROM_XML': '0'},
+    {'RMW_FASTRTPS_USE_QOS_FROM_XML': '1'},
+    {'RMW_FASTRTPS_PUBLICATION_MODE': 'ASYNCHRONOUS'},
+    {'FASTRTPS_DEFAULT_PROFILES_FILE': '/somewhere/mine.xml'},
+    {'FASTDDS_DEFAULT_PROFILES_FILE': '/somewhere/mine.xml'},
+], ids=lambda s: '='.join(next(iter(s.items()))))
+def test_a_user_configuration_of_the_middleware_wins(tmp_path, setting):
+    environ = dict(setting)
+    assert not middleware.use_releasing_readers(environ, cwd=str(tmp_path))
+    assert environ == setting
+
+
+@pytest.mark.parametrize('name', middleware.USER_FILES)
+def test_a_profiles_file_in_the_working_directory_wins(tmp_path, name):
+    (tmp_path / name).write_text('<dds/>')
+    environ = {}
+    assert not middleware.use_releasing_readers(environ, cwd=str(tmp_path))
+    assert environ == {}
+
+
+def test_the_profile_keeps_what_rmw_fastrtps_sets_but_the_readers_memory():
+    """What rmw_fastrtps sets when it is left to (participant.cpp, publisher.cpp,
+    subscription.cpp on Humble and Jazzy), but readers' samples are freed when taken.
+    """
+    ns = {'f': 'http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles'}
+    profiles = ET.parse(middleware.PROFILE).getroot().find('f:profiles', ns)
+    defaults = {e.tag.split('}')[1]: e for e in profiles if e.get('is_default_profile') == 'true'}
+    assert set(defaults) == {'participant', 'data_writer', 'data_reader'}
+    builtin = defaults['participant'].find('f:rtps/f:builtin', ns)
+    assert builtin.findtext('f:readerHistoryMemoryPolicy', namespaces=ns) == \
+        'PREALLOCATED_WITH_REALLOC'
+    assert builtin.findtext('f:writerHistoryMemoryPolicy', namespaces=ns) == \
+        'PREALLOCATED_WITH_REALLOC'
+    writer, reader = defaults['data_writer'], defaults['data_reader']
+    assert writer.findtext('f:qos/f:publishMode/f:kind', namespaces=ns) == 'SYNCHRONOUS'
+    assert writer.findtext('f:historyMemoryPolicy', namespaces=ns) == 'PREALLOCATED_WITH_REALLOC'
+    assert reader.findtext('f:historyMemoryPolicy', namespaces=ns) == 'DYNAMIC'
+    for entity in (writer, reader):
+        assert entity.findtext('f:qos/f:data_sharing/f:kind', namespaces=ns) == 'OFF'
+
+
+def test_fast_dds_accepts_the_profile(tmp_path):
+    """A publisher, a subscription, a service and a client under the profile: a message and a
+    call go through, and Fast DDS's XML parser reports nothing.
+    """
+    pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
+    script = '''
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from std_msgs.msg import String
+from rcl_interfaces.srv import GetParameters
+rclpy.init()
+node = rclpy.create_node('profile_check')
+got = []
+node.create_subscription(String, 'profile_check', got.append, 10)
+pub = node.create_publisher(String, 'profile_check', 10)
+node.create_service(GetParameters, 'profile_check_srv', lambda req, res: res)
+client = node.create_client(GetParameters, 'profile_check_srv')
+assert client.wait_for_service(timeout_sec=10.0)
+future = client.call_async(GetParameters.Request())
+executor = SingleThreadedExecutor()
+executor.add_node(node)
+for _ in range(200):
+    pub.publish(String(data='x'))
+    executor.spin_once(timeout_sec=0.05)
+    if got and future.done():
+        break
+assert got and future.done()
+print('exchanged')
+'''
+    environ = {k: v for k, v in os.environ.items()
+               if k not in FASTDDS and k != 'RMW_FASTRTPS_PUBLICATION_MODE'}
+    environ['RMW_IMPLEMENTATION'] = 'rmw_fastrtps_cpp'
+    assert middleware.use_releasing_readers(environ, cwd=str(tmp_path))
+    out = subprocess.run([sys.executable, '-c', script], env=environ, cwd=str(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and 'exchanged' in out.stdout, out.stderr
+    assert 'XMLPARSER' not in out.stderr + out.stdout
+    assert 'Error' not in out.stderr, out.stderr
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != 'glibc', reason='mallopt is glibc only')
+def test_glibc_thresholds_are_pinned_unless_the_user_tuned_malloc():
+    assert memory.pin_allocator_thresholds({})
+    assert not memory.pin_allocator_thresholds(
+        {'GLIBC_TUNABLES': 'glibc.malloc.mmap_threshold=65536'})
+    assert not memory.pin_allocator_thresholds({'MALLOC_TRIM_THRESHOLD_': '1000000'})
