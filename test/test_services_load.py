@@ -1,10 +1,15 @@
 """The services under load, across processes: 100 concurrent requests from 10 clients are all
 answered, and a long IK solve does not hold up compute_fk.
 
-With rmw_fastrtps every client of a service reads the replies to all of them, so a client with
-the default depth (10) loses replies when ten clients have 100 requests in flight: the clients
-here use the node's own service QoS (depth 1000), as the README advises.
+Ten client processes with the default service QoS get every answer. With rmw_fastrtps every
+client of a service reads the replies to all of them, so ten clients in one process, whose
+executor takes one reply per client per turn, can lose replies at the default depth (10) when
+100 requests are in flight: there the clients use the node's own service QoS (depth 1000), as
+the README advises.
 """
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -76,6 +81,53 @@ def test_one_hundred_concurrent_requests_from_ten_clients_are_all_answered(node)
     kinds = [type(f.result()).__name__ if f.done() else 'lost' for f in futures]
     assert done == 100, (done, kinds, node.output()[-2000:])
     assert all(f.result().error_code in (1, -31) for f in futures)
+
+
+CLIENT_PROCESS = """
+import os, sys, time
+import numpy as np, rclpy
+from ros_dynamics_interfaces.srv import ComputeFK, SolveIK
+sys.path.insert(0, {test_dir!r})
+from test_services_load import ik_request, MODEL
+rclpy.init()
+node = rclpy.create_node('load_process_client')
+ik = node.create_client(SolveIK, '/{ns}/ros_dynamics/solve_ik')       # default QoS
+fk = node.create_client(ComputeFK, '/{ns}/ros_dynamics/compute_fk')
+assert ik.wait_for_service(timeout_sec=30.0) and fk.wait_for_service(timeout_sec=30.0)
+end = time.monotonic() + 1.0                       # let the response paths match
+while time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('ready', flush=True)
+while not os.path.exists({go!r}):
+    time.sleep(0.005)
+rng = np.random.default_rng(int(sys.argv[1]))
+futures = [fk.call_async(ComputeFK.Request(frames=['tool0'])) if k % 2 else
+           ik.call_async(ik_request(MODEL.random_configuration(rng))) for k in range(10)]
+end = time.monotonic() + 60.0
+while time.monotonic() < end and not all(f.done() for f in futures):
+    rclpy.spin_once(node, timeout_sec=0.05)
+print('answered', sum(f.done() and f.result().error_code in (1, -31) for f in futures),
+      flush=True)
+"""
+
+
+def test_ten_client_processes_with_the_default_qos_get_all_hundred_answers(node, tmp_path):
+    go = tmp_path / 'go'
+    script = CLIENT_PROCESS.format(test_dir=os.path.dirname(os.path.abspath(__file__)), ns=NS,
+                                   go=str(go))
+    clients = [subprocess.Popen([sys.executable, '-c', script, str(k)], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True) for k in range(10)]
+    try:
+        for client in clients:                         # all matched before any request
+            assert client.stdout.readline().strip() == 'ready', client.stdout.read()
+        go.touch()
+        outputs = [client.communicate(timeout=120)[0] for client in clients]
+    finally:
+        for client in clients:
+            client.kill()
+    answered = [int(out.split('answered')[1].split()[0]) if 'answered' in out else out
+                for out in outputs]
+    assert answered == [10] * 10, answered
 
 
 def test_a_long_ik_never_blocks_compute_fk(node):
