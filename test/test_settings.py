@@ -104,12 +104,23 @@ def test_settings_are_one_immutable_value():
           rotor_inertia__gear_ratios=[math.nan]), 'parameter rotor_inertia.gear_ratios'),
     (dict(rotor_inertia__joints=['elbow_joint'], rotor_inertia__values=[1e5],
           rotor_inertia__gear_ratios=[1e200]), 'parameter rotor_inertia.gear_ratios: reflected'),
+    (dict(frame_prefix='x' * 10_000_000), 'parameter frame_prefix: expected a frame id of 1 to'),
+    (dict(frame_prefix='left /'), 'parameter frame_prefix: expected a frame id'),
+    (dict(frame_prefix='left\n'), 'parameter frame_prefix: expected a frame id'),
+    (dict(world_frame='w' * 257), 'parameter world_frame: expected a frame id'),
+    (dict(world_frame='', root_joint='floating'), 'parameter world_frame: expected a frame id'),
 ])
 def test_bad_values_are_refused_the_same_with_and_without_a_model(change, match):
     for model in (None, MODEL):
         with pytest.raises(SettingsError, match=match) as err:
             validate(values(**change), model)
         assert err.value.parameter in SPECS
+        assert len(str(err.value)) <= 1000
+
+
+def test_frame_ids_of_any_printable_characters_up_to_256_are_kept():
+    for prefix in ('', 'left/', 'robot_1/arm:', 'p' * 256):
+        assert validate(values(frame_prefix=prefix), MODEL).frame_prefix == prefix
 
 
 @pytest.mark.parametrize('change, parameter', [
@@ -127,6 +138,15 @@ def test_names_the_model_lacks_are_refused_with_the_valid_ones(change, parameter
         validate(values(**change), MODEL)
     assert err.value.parameter == parameter
     assert "'tool0'" in str(err.value) or "'elbow_joint'" in str(err.value)
+
+
+@pytest.mark.parametrize('change', [dict(tip_frames=['t' * 10_000_000]),
+                                    dict(base_frame='b' * 10_000_000),
+                                    dict(command_joints=['j'] * 100_000)])
+def test_refusals_of_huge_values_are_about_a_line(change):
+    with pytest.raises(SettingsError) as err:
+        validate(values(**change), MODEL)
+    assert len(str(err.value)) <= 1000
 
 
 def test_frames_joints_and_dynamics_are_resolved():

@@ -17,7 +17,7 @@ from .base_state import (
     InvalidOdometry,
     root_coordinates,
 )
-from .parameters import CONTACT_TYPES, ROOT_JOINTS, SettingsError
+from .parameters import CONTACT_TYPES, ROOT_JOINTS, SettingsError, check_frame_id
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,8 +53,7 @@ def validate_base(values, model=None):
         raise SettingsError('contacts.type', f"expected 'point' or 'wrench', got "
                                              f'{contact_type!r}'[:300])
     world = values['world_frame']
-    if root_joint and (not world or world.strip() != world):
-        raise SettingsError('world_frame', f'expected a frame id without blanks, got {world!r}')
+    check_frame_id('world_frame', world, empty_ok=not root_joint)
     pose = _base_pose(values['base_pose'])
     contacts = tuple(f for f in values['contact_frames'] if f)
     if len(set(contacts)) != len(contacts):

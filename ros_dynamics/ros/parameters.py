@@ -8,6 +8,8 @@ import math
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
+from .throttled_log import clip
+
 #: Output groups, each switched by a ``publish.<group>`` parameter.
 OUTPUTS = ('gravity', 'poses', 'twists', 'jacobians', 'feedforward', 'markers',
            'center_of_mass', 'momentum', 'external_torques', 'wrench_estimates')
@@ -26,8 +28,24 @@ class SettingsError(ValueError):
     """A parameter value the node cannot use; the message names the parameter."""
 
     def __init__(self, parameter, problem):
-        super().__init__(f'parameter {parameter}: {problem}')
+        super().__init__(clip(f'parameter {parameter}: {problem}'))
         self.parameter = parameter
+
+
+#: Longest frame id (or frame_prefix) a parameter may hold.
+MAX_FRAME_ID = 256
+
+
+def check_frame_id(parameter, text, empty_ok=True):
+    """Raise :class:`SettingsError` unless ``text`` can stand in a frame id: at most
+    :data:`MAX_FRAME_ID` printable characters, no blanks (empty only if ``empty_ok``).
+    """
+    if not text and empty_ok:
+        return
+    if not text or len(text) > MAX_FRAME_ID or not text.isprintable() or \
+            any(c.isspace() for c in text):
+        raise SettingsError(parameter, f'expected a frame id of 1 to {MAX_FRAME_ID} printable '
+                                       f'characters without blanks, got {text!r}')
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,15 @@ from ..engine import DynamicsError, DynamicSettings, Payload
 from ..engine.settings import LIMITS
 from .base_settings import BaseSettings, validate_base
 from .frame_names import topic_token
-from .parameters import MAX_GRAVITY, OUTPUTS, PARAMETERS, SPECS, SettingsError, check_range  # noqa: F401
+from .parameters import (  # noqa: F401
+    MAX_GRAVITY,
+    OUTPUTS,
+    PARAMETERS,
+    SPECS,
+    SettingsError,
+    check_frame_id,
+    check_range,
+)
 
 #: Relative tolerance of the positive semi-definiteness of a payload inertia.
 _PSD_TOLERANCE = 1e-9
@@ -136,6 +144,7 @@ def validate(values, model=None):
     for spec in PARAMETERS:
         if spec.range is not None:
             check_range(spec, values[spec.name])
+    check_frame_id('frame_prefix', values['frame_prefix'])
     if values['ik.timeout'] > values['ik.max_timeout']:
         raise SettingsError('ik.timeout', f'expected at most ik.max_timeout '
                                           f'({values["ik.max_timeout"]:g} s), got '
