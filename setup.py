@@ -26,7 +26,7 @@ setup(
     tests_require=['pytest'],
     entry_points={
         'console_scripts': [
-            'dynamics_node = ros_dynamics.ros.dynamics_node:main',
+            'dynamics_node = ros_dynamics.ros.main:main',
             'demo = ros_dynamics.demo:main',
             'ros-dynamics-inertia = ros_dynamics.inertia_tool:main',
             'ros-dynamics-identify = ros_dynamics.identify_tool:main',

@@ -1,5 +1,6 @@
-"""The process settings that give memory back after a huge input: glibc's thresholds pinned,
-and Fast DDS readers that free what they received unless the user configures Fast DDS.
+"""The process settings that give memory back after a huge input: the process restarted on the
+system allocator, glibc's thresholds pinned, free pages returned when the process grew, and
+Fast DDS readers that free what they received unless the user configures Fast DDS.
 The effect on a running node is checked in test_hostile_node.py.
 """
 import os
@@ -12,6 +13,7 @@ import pytest
 
 from ros_dynamics.ros import memory, middleware
 
+GLIBC = pytest.mark.skipif(platform.libc_ver()[0] != 'glibc', reason='glibc only')
 FASTDDS = {'RMW_FASTRTPS_USE_QOS_FROM_XML', 'FASTRTPS_DEFAULT_PROFILES_FILE',
            'FASTDDS_DEFAULT_PROFILES_FILE'}
 
@@ -109,9 +111,69 @@ print('exchanged')
     assert 'Error' not in out.stderr, out.stderr
 
 
-@pytest.mark.skipif(platform.libc_ver()[0] != 'glibc', reason='mallopt is glibc only')
+@GLIBC
 def test_glibc_thresholds_are_pinned_unless_the_user_tuned_malloc():
     assert memory.pin_allocator_thresholds({})
     assert not memory.pin_allocator_thresholds(
         {'GLIBC_TUNABLES': 'glibc.malloc.mmap_threshold=65536'})
     assert not memory.pin_allocator_thresholds({'MALLOC_TRIM_THRESHOLD_': '1000000'})
+
+RESTART = """
+import os, sys
+from ros_dynamics.ros import memory
+print(os.getpid(), os.environ.get('PYTHONMALLOC'), sys.argv[1:], flush=True)
+memory.restart_on_system_allocator()
+print('not restarted', flush=True)
+"""
+
+
+@GLIBC
+def test_the_process_restarts_itself_on_the_system_allocator_once(tmp_path):
+    script = tmp_path / 'restart.py'
+    script.write_text(RESTART)
+    environ = {k: v for k, v in os.environ.items() if k != 'PYTHONMALLOC'}
+    out = subprocess.run([sys.executable, '-u', str(script), '--ros-args', '-p', 'a:=1'],
+                         env=environ, capture_output=True, text=True, timeout=60)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    pid = lines[0].split()[0]
+    assert lines == [f"{pid} None ['--ros-args', '-p', 'a:=1']",
+                     f"{pid} malloc ['--ros-args', '-p', 'a:=1']", 'not restarted']
+
+
+def test_a_user_choice_of_allocator_is_kept(tmp_path):
+    script = tmp_path / 'restart.py'
+    script.write_text(RESTART)
+    environ = dict(os.environ, PYTHONMALLOC='pymalloc')
+    out = subprocess.run([sys.executable, str(script)], env=environ, capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout.splitlines()[1:] == ['not restarted'], out.stderr
+    assert 'pymalloc' in out.stdout
+
+
+GROWTH = """
+from ros_dynamics.ros import memory
+watch = memory.ReleaseOnGrowth()
+assert not watch.check()                              # nothing grew
+before = memory.resident_bytes()
+keep, junk = [], []
+for i in range(1_000_000):                            # a huge input, a few survivors between
+    junk.append(f'ghost_{i}')
+    if i % 5000 == 0:
+        keep.append(f'keep_{i}')
+peak = memory.resident_bytes()
+del junk
+released = watch.check()
+after = memory.resident_bytes()
+print(released, before >> 20, peak >> 20, after >> 20)
+"""
+
+
+@GLIBC
+def test_free_pages_go_back_once_the_process_grew():
+    environ = dict(os.environ, PYTHONMALLOC='malloc')
+    out = subprocess.run([sys.executable, '-c', GROWTH], env=environ, capture_output=True,
+                         text=True, timeout=60)
+    released, before, peak, after = out.stdout.split()
+    assert released == 'True', out.stderr
+    assert int(peak) > int(before) + 40 and int(after) < int(before) + 8, out.stdout

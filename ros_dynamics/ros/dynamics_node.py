@@ -48,7 +48,7 @@ from .guard import guarded
 from .identify_service import IdentifyPayloadService
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
-from .memory import HUGE_INPUT, release_free_memory
+from .memory import ReleaseOnGrowth
 from .model_loading import (
     TOPIC_SOURCE,
     DescriptionBuilder,
@@ -105,7 +105,7 @@ class DynamicsNode(Node):
         self._wrenches = {}          # tip -> (frame, F_frame (6,)), replaced whole
         self._last_stamp = None
         self._defaults_told = None   # the model whose defaulted joints were named in a warning
-        self._huge_input = False     # a huge input was served: give memory back at the next tick
+        self._memory = ReleaseOnGrowth()   # freed memory back to the system, once a second
         self._outputs = OutputPublisher(self, self.diagnostics, self._log,
                                         self._guard(self._on_wrench, 'wrenches'))
         self.payload_recorder = self._outputs.efforts.recorder
@@ -180,7 +180,6 @@ class DynamicsNode(Node):
                            root_joint=self.get_parameter('root_joint').value)
 
     def _on_description_msg(self, msg):
-        self._huge_input = True
         try:
             check_limits(msg.data, settings.input_limits(parameter_values(self)))
         except DescriptionRefused as err:
@@ -283,7 +282,6 @@ class DynamicsNode(Node):
             self._log.warning('joint states received but no robot model is loaded yet')
             return
         merger = serving.merger
-        self._huge_input |= len(msg.name) > HUGE_INPUT
         try:
             unknown, some = merger.update(msg.name, msg.position, msg.velocity)
         except InvalidJointState as err:
@@ -370,12 +368,10 @@ class DynamicsNode(Node):
             return
         q = self._base.state(serving)[0] if serving.merger.heard_any \
             else serving.model.middle_configuration()
-        self._huge_input |= self._player.receive(serving, msg, q)
+        self._player.receive(serving, msg, q)
 
     def _publish_diagnostics(self):
-        if self._huge_input:
-            self._huge_input = False
-            release_free_memory()
+        self._memory.check()
         self._base.report(self._serving)
         self._outputs.diagnostics.publish(self.diagnostics.report(
             f'{self.get_fully_qualified_name()}: dynamics', self.model,

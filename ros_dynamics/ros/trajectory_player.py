@@ -6,7 +6,6 @@ import numpy as np
 from rclpy.time import Time
 
 from . import outputs
-from .memory import HUGE_INPUT
 from .trajectory_feedforward import InvalidTrajectory, from_message
 
 
@@ -27,8 +26,7 @@ class TrajectoryPlayer:
     def receive(self, serving, msg, q):
         """Validate ``msg`` against what is being served, publish its feedforward trajectory
         and play it; a bad one is rejected (counted, warned). Its joints are actuated joints;
-        ``q`` (nq,) holds the other coordinates (a floating base's pose among them). Returns
-        True for a huge message.
+        ``q`` (nq,) holds the other coordinates (a floating base's pose among them).
         """
         model, current = serving.model, serving.settings
         try:
@@ -41,13 +39,12 @@ class TrajectoryPlayer:
         except (InvalidTrajectory, outputs.NonFiniteOutput) as err:
             self._diagnostics.count('trajectories_rejected')
             self._log.warning(f'rejected a trajectory: {err}')
-            return len(msg.points) > HUGE_INPUT
+            return
         self._publisher.publish(planned)
         stamp = Time.from_msg(msg.header.stamp)
         start = stamp if stamp.nanoseconds > 0 else self._clock.now()
         self._playing = (model, trajectory, start, index)
         self._diagnostics.count('trajectories')
-        return len(msg.points) > HUGE_INPUT
 
     def feedforward(self, model, current, q):
         """The feedforward command of the trajectory playing now, or None."""
