@@ -48,7 +48,7 @@ from .guard import guarded
 from .identify_service import IdentifyPayloadService
 from .joint_state_merger import InvalidJointState, JointStateMerger
 from .kinematics_services import KinematicsServiceNode
-from .memory import ReleaseOnGrowth
+from .memory import release_free_memory
 from .model_loading import (
     TOPIC_SOURCE,
     DescriptionBuilder,
@@ -105,7 +105,6 @@ class DynamicsNode(Node):
         self._wrenches = {}          # tip -> (frame, F_frame (6,)), replaced whole
         self._last_stamp = None
         self._defaults_told = None   # the model whose defaulted joints were named in a warning
-        self._memory = ReleaseOnGrowth()   # freed memory back to the system, once a second
         self._outputs = OutputPublisher(self, self.diagnostics, self._log,
                                         self._guard(self._on_wrench, 'wrenches'))
         self.payload_recorder = self._outputs.efforts.recorder
@@ -371,7 +370,7 @@ class DynamicsNode(Node):
         self._player.receive(serving, msg, q)
 
     def _publish_diagnostics(self):
-        self._memory.check()
+        release_free_memory()              # freed memory back to the system, once a second
         self._base.report(self._serving)
         self._outputs.diagnostics.publish(self.diagnostics.report(
             f'{self.get_fully_qualified_name()}: dynamics', self.model,

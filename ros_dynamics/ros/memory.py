@@ -14,8 +14,9 @@ after. Three things would keep much of that memory resident for the rest of the 
   trim threshold to twice that, so later big blocks come from arenas whose free tops are kept.
   :func:`pin_allocator_thresholds` fixes both at glibc's initial 128 kB, which turns the raising
   off: every large block gets pages of its own, unmapped when freed.
-- Freed blocks stay with glibc: :class:`ReleaseOnGrowth` (looked at once a second) asks glibc
-  to return free pages (``malloc_trim``) whenever the process has grown since the last look.
+- Freed blocks stay with glibc: :func:`release_free_memory`, called once a second, asks glibc
+  to return free pages (``malloc_trim``): a few microseconds when there is nothing to return,
+  about 10 ms once after a million freed objects.
 
 Elsewhere (not glibc) all of this does nothing. A user who sets ``PYTHONMALLOC``,
 ``GLIBC_TUNABLES`` with malloc tunables or ``MALLOC_*_`` chooses for themselves.
@@ -28,8 +29,6 @@ import sys
 #: Blocks of at least this many bytes are mapped on their own; free tops beyond it are trimmed
 #: (glibc's initial values, kept from rising).
 PINNED_THRESHOLD = 128 * 1024
-#: Growth of the resident memory [bytes] since the last look that asks glibc for a release.
-RELEASE_GROWTH = 4 * 1024 * 1024
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3     # mallopt parameters, from glibc's malloc.h
 
 try:
@@ -44,7 +43,7 @@ def restart_on_system_allocator(environ=os.environ):
     glibc's allocator (``PYTHONMALLOC=malloc``); returns only when it does nothing: not glibc,
     ``PYTHONMALLOC`` already set (by the user, or by the restart itself), or no script to run.
     """
-    if _TRIM is None or 'PYTHONMALLOC' in environ:
+    if _TRIM is None or environ.get('PYTHONMALLOC'):
         return
     argv = getattr(sys, 'orig_argv', None)
     if not argv or not os.path.isfile(sys.argv[0]):
@@ -67,30 +66,7 @@ def pin_allocator_thresholds(environ=os.environ):
                 and _MALLOPT(_M_TRIM_THRESHOLD, PINNED_THRESHOLD))
 
 
-def resident_bytes():
-    """Resident memory of this process [bytes] (Linux), else None."""
-    try:
-        with open('/proc/self/statm') as f:
-            return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class ReleaseOnGrowth:
-    """Asks glibc to return its free pages when the process has grown by more than
-    :data:`RELEASE_GROWTH` since the last :meth:`check`.
-    """
-
-    def __init__(self):
-        self._last = resident_bytes()
-
-    def check(self):
-        """Look once (a read of ``/proc/self/statm``); release if grown. True if released."""
-        now = resident_bytes()
-        released = _TRIM is not None and now is not None and self._last is not None and \
-            now > self._last + RELEASE_GROWTH
-        if released:
-            _TRIM(0)
-            now = resident_bytes()
-        self._last = now
-        return released
+def release_free_memory():
+    """Return the pages glibc holds free to the operating system (glibc only)."""
+    if _TRIM is not None:
+        _TRIM(0)
