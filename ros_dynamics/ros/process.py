@@ -23,9 +23,10 @@ def run_nodes(build, args=None):
     0 after a signal, 1 when building raised (a SystemExit's message, or the error, printed on
     one line) or when an executor thread ended on an error (its traceback printed).
 
-    Shutdown is ordered: SIGINT/SIGTERM set an event the main thread waits on; it then stops
-    the executors, joins their threads, destroys the nodes and only then shuts rclpy down
-    (rclpy's own handlers would shut the context down under a spinning executor thread).
+    Shutdown is ordered: SIGINT/SIGTERM set an event the main thread and the spin threads look
+    at; the main thread joins the spin threads, then shuts the executors down, destroys the
+    nodes and only then shuts rclpy down (rclpy's own handlers would shut the context down
+    under a spinning executor thread).
     """
     faulthandler.enable()      # a crash in native code prints the Python stack
     memory.pin_allocator_thresholds()
@@ -73,10 +74,11 @@ def run_nodes(build, args=None):
     finally:
         if profile is not None:               # before shutting down: the streaming time only
             profile.write()
+        stop.set()
+        for thread in threads:                # each leaves its loop within a turn (0.1 s)
+            thread.join(timeout=5.0)
         for executor in executors:
             executor.shutdown(timeout_sec=1.0)
-        for thread in threads:
-            thread.join(timeout=5.0)
         for node in reversed(nodes):
             node.destroy_node()
         rclpy.try_shutdown()
@@ -87,12 +89,19 @@ def run_nodes(build, args=None):
     return code
 
 
+#: Longest an executor waits for work before its thread looks at the stop event again [s].
+SPIN_TURN = 0.1
+
+
 def _spin(executor, stop, failed):
-    """Spin until shut down; an error ends the process (through ``stop``), marked in
-    ``failed`` so that the exit code says so.
+    """Spin until ``stop`` is set; an error ends the process (through ``stop``), marked in
+    ``failed`` so that the exit code says so. The executor is shut down only after this thread
+    has left (rclpy's shutdown from another thread can pull the guard condition out from under a
+    waiting executor: an AttributeError on ``gc.handle`` that ended the process with code 1).
     """
     try:
-        executor.spin()
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=SPIN_TURN)
     except ExternalShutdownException:
         pass
     except BaseException:
