@@ -3,6 +3,7 @@ answered with an error code, counted, and a good joint state is answered after i
 never stops, exits 0 on SIGINT, keeps its memory and writes no log line over about 1 kB.
 """
 import math
+import time
 
 import numpy as np
 import pytest
@@ -41,6 +42,7 @@ class Harness:
         self.ik = client.create_client(SolveIK, f'/{NS}/ros_dynamics/solve_ik')
         self.fk = client.create_client(ComputeFK, f'/{NS}/ros_dynamics/compute_fk')
         self.stamp = 0
+        self._watched = {}           # counter -> (value, since when unchanged)
 
     def good_answered(self, timeout=10.0):
         """Publish a good state with a new stamp until its torques come back; True if so."""
@@ -61,6 +63,13 @@ class Harness:
                 return future.result()
             service.remove_pending_request(future)
         raise AssertionError('no answer')
+
+    def quiet_for(self, key, seconds):
+        """True once the diagnostics counter ``key`` has not changed for ``seconds``."""
+        value, now = self.counter(key), time.monotonic()
+        if value != self._watched.get(key, (None,))[0]:
+            self._watched[key] = (value, now)
+        return now - self._watched[key][1] >= seconds
 
     def counter(self, key):
         values = [{kv.key: kv.value for kv in s.values} for d in self.diagnostics
@@ -251,7 +260,10 @@ def test_huge_trajectories_and_requests_give_their_memory_back(harness):
     request = SolveIK.Request(active_joints=[f'j{i}' for i in range(1_000_000)])
     request.target.pose.orientation.w = 1.0
     assert harness.call(harness.ik, request).error_code == SolveIK.Response.INVALID_GROUP_NAME
-    assert harness.good_answered()
+    # Copies of the trajectory still on their way are read (and rejected) before measuring.
+    settled = spin_until(harness.client, lambda: harness.quiet_for('trajectories_rejected', 3.0),
+                         60.0)
+    assert settled and harness.good_answered()
     spin_until(harness.client, lambda: False, 2.5)    # the 1 Hz tick gives memory back
     assert harness.good_answered()
     after = rss_mb(pid)
