@@ -210,11 +210,15 @@ def test_hostile_fk_requests_get_error_codes(harness, state_, frames, code):
 
 
 def test_floods_of_unknown_names_keep_memory_and_log_lines_bounded(harness):
+    """Joint states of 10^5 and 3 x 10^5 unknown names (a million-name state, checked by hand,
+    is lost on its best-effort way so often that a test would mostly wait): memory back within
+    10 % (it is not without the Fast DDS profile and the system allocator: 120 -> 138 MB).
+    """
     pid = harness.node.proc.pid
     for _ in range(3):                                 # warm up: allocator and queues settle
         assert harness.good_answered()
     before = rss_mb(pid)
-    for burst, size in enumerate([100_000] * 3 + [1_000_000]):
+    for burst, size in enumerate([100_000] * 3 + [300_000]):
         names = [f'ghost_{burst}_{i}' for i in range(size)] + NAMES
         msg = JointState(name=names, position=[0.0] * size + Q)
         msg.header.stamp.sec = 9000 + burst
