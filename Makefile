@@ -4,12 +4,13 @@
 SHELL := /bin/bash
 RUN := source .ci/activate.sh &&
 
-.PHONY: help env test demo bench soak lint clean
+.PHONY: help env test demo bench soak memory lint clean
 help:
 	@echo "make demo [URDF=path/to/robot.urdf]   run the nodes on the demo arm (or your robot)"
 	@echo "make test                             run every test"
 	@echo "make bench                            run the benchmark suite against peers"
 	@echo "make soak                             10 minutes of 1 kHz joint states, 1 % bad"
+	@echo "make memory                           the node's memory after huge inputs, both ways"
 	@echo "make env                              only prepare .venv"
 
 env:
@@ -28,6 +29,11 @@ bench: env .venv/.bench_requirements
 # Soak test of the node (not part of make test): 1 kHz joint states for 10 minutes, 1 % bad.
 soak: env .venv/.bench_requirements
 	$(RUN) python benchmarks/soak.py $(SOAK_ARGS)
+
+# The node's memory after huge inputs, as shipped and with its memory settings off (not part of
+# make test): writes benchmarks/results/memory.md.
+memory: env
+	$(RUN) python benchmarks/memory_attacks.py $(MEMORY_ARGS)
 
 .venv/.bench_requirements: benchmarks/requirements.txt
 	$(RUN) python -m pip install -q --disable-pip-version-check -r benchmarks/requirements.txt
