@@ -23,20 +23,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, 'test'))
 from robots import DEMO_ARM  # noqa: E402
-from ros_helpers import NodeProcess, spin_until  # noqa: E402
+from ros_helpers import NodeProcess, rss_mb, spin_until  # noqa: E402
 
 #: Environment a user would set to turn the node's memory settings off.
 WITHOUT = {'RMW_FASTRTPS_USE_QOS_FROM_XML': '0', 'PYTHONMALLOC': 'pymalloc',
            'GLIBC_TUNABLES': 'glibc.malloc.check=0'}
 Q = [0.2, -0.7, 0.9, 0.1, 0.3, 0.0]
-
-
-def rss_mb(pid):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024
-    return float('nan')
 
 
 class Peak:

@@ -126,3 +126,12 @@ def client_node(name):
     finally:
         node.destroy_node()
         rclpy.shutdown()
+
+
+def rss_mb(pid):
+    """Resident memory of process ``pid`` [MB] (Linux: VmRSS of /proc/<pid>/status)."""
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024
+    raise AssertionError(f'no VmRSS for process {pid}')

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 from robots import DEMO_ARM
-from ros_helpers import NodeProcess, spin_until
+from ros_helpers import NodeProcess, rss_mb, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from builtin_interfaces.msg import Duration  # noqa: E402
@@ -95,14 +95,6 @@ def harness(tmp_path_factory):
     rclpy.shutdown()
     assert code == 0, node.output()
     assert max(len(line) for line in node.output().splitlines()) < 1100
-
-
-def rss_mb(pid):
-    with open(f'/proc/{pid}/status') as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024
-    raise AssertionError('no VmRSS')
 
 
 def state(**changes):
