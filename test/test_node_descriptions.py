@@ -56,6 +56,20 @@ def tip_topics(client, ns):
                   if re.match(f'/{ns}/(poses|twists|jacobians|wrenches)/', name))
 
 
+def demo_arm_node(client, tmp_path, ns, *params):
+    """A node process on the demo arm in namespace ``ns`` (``params`` added) and, on
+    ``client``: the gravity torques it publishes (a list filled as they come), a joint state
+    publisher and a latched robot_description publisher.
+    """
+    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
+                       *params, log_path=str(tmp_path / 'n.log'))
+    torques = []
+    client.create_subscription(JointState, f'/{ns}/gravity_torques', torques.append, 100)
+    pub = client.create_publisher(JointState, f'/{ns}/joint_states', 10)
+    desc = client.create_publisher(String, f'/{ns}/robot_description', LATCHED)
+    return node, torques, pub, desc
+
+
 def test_any_frame_name_starts_and_distinct_frames_get_distinct_topics(client, tmp_path):
     ns = 'names'
     urdf = tmp_path / 'tools.urdf'
@@ -78,15 +92,11 @@ def test_any_frame_name_starts_and_distinct_frames_get_distinct_topics(client, t
 
 def test_swaps_destroy_old_tip_topics_and_bad_descriptions_are_refused(client, tmp_path):
     ns = 'swaps'
-    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
-                       '-p', 'description.max_bytes:=200000', '-p', 'max_tip_frames:=50',
-                       log_path=str(tmp_path / 'n.log'))
+    node, torques, pub, desc = demo_arm_node(client, tmp_path, ns,
+                                             '-p', 'description.max_bytes:=200000',
+                                             '-p', 'max_tip_frames:=50')
+    state = JointState(name=list(MODEL.joint_names), position=Q)
     try:
-        torques = []
-        client.create_subscription(JointState, f'/{ns}/gravity_torques', torques.append, 10)
-        pub = client.create_publisher(JointState, f'/{ns}/joint_states', 10)
-        desc = client.create_publisher(String, f'/{ns}/robot_description', LATCHED)
-        state = JointState(name=list(MODEL.joint_names), position=Q)
         assert spin_until(client, lambda: torques, 20.0, lambda: pub.publish(state))
         for k in range(30):                                  # 30 swaps, new tip names each
             desc.publish(String(data=with_tools(f'swap{k}_a', f'swap{k}_b')))
@@ -121,15 +131,10 @@ def test_swaps_destroy_old_tip_topics_and_bad_descriptions_are_refused(client, t
 
 def test_joint_states_answered_while_a_big_description_builds(client, tmp_path):
     ns = 'building'
-    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
-                       '-p', 'tip_frames:=[tool0]', '-p', 'ik.seed_samples:=0',
-                       log_path=str(tmp_path / 'n.log'))
+    node, torques, pub, desc = demo_arm_node(client, tmp_path, ns, '-p', 'tip_frames:=[tool0]',
+                                             '-p', 'ik.seed_samples:=0')
+    state = JointState(name=list(MODEL.joint_names), position=Q)
     try:
-        torques = []
-        client.create_subscription(JointState, f'/{ns}/gravity_torques', torques.append, 100)
-        pub = client.create_publisher(JointState, f'/{ns}/joint_states', 10)
-        desc = client.create_publisher(String, f'/{ns}/robot_description', LATCHED)
-        state = JointState(name=list(MODEL.joint_names), position=Q)
         assert spin_until(client, lambda: torques, 20.0, lambda: pub.publish(state))
         desc.publish(String(data=chain(3000).replace('<link name="l3000">',
                                                      '<link name="tool0"/><link name="l3000">')
