@@ -382,16 +382,24 @@ class SimulatedRobot:
             m.body_mass[b], m.body_ipos[b] = total, com
             m.body_iquat[b], m.body_inertia[b] = quat, np.maximum(principal, 1e-12)
             self.payload = (link, mass, com_link)
-        mujoco.mj_setConst(m, self.data)
-        mujoco.mj_forward(m, self.data)
+        self._set_constants()
 
     def remove_payload(self):
         """Back to the robot's own inertials."""
         m = self.model
         m.body_mass[:], m.body_ipos[:], m.body_iquat[:], m.body_inertia[:] = self._body_inertials
         self.payload = None
-        mujoco.mj_setConst(m, self.data)
-        mujoco.mj_forward(m, self.data)
+        self._set_constants()
+
+    def _set_constants(self):
+        """``mj_setConst`` after an inertial change; it works at ``qpos0`` in the data it is
+        given, so the state is kept aside and put back.
+        """
+        d = self.data
+        state = d.qpos.copy(), d.qvel.copy(), d.time, d.qfrc_applied.copy()
+        mujoco.mj_setConst(self.model, d)
+        d.qpos[:], d.qvel[:], d.time, d.qfrc_applied[:] = state
+        mujoco.mj_forward(self.model, d)
 
     # -- time -------------------------------------------------------------------------------
 
