@@ -106,3 +106,62 @@ def random_configuration(model, joints, rng, margin=0.3):
         high = min(model.upper_limits[k], np.pi) - margin
         q.append(rng.uniform(low, high) if high > low else 0.5 * (low + high))
     return np.array(q)
+
+
+class Excursion:
+    """``q(t) = q0 + A (1 - cos(2 pi t / period)) / 2`` for ``0 <= t <= duration`` [s]: from
+    rest at ``q0`` out by ``A`` and back, ``duration / period`` times; its samples as a
+    trajectory_msgs/JointTrajectory with positions, velocities and accelerations (quintic).
+    """
+
+    def __init__(self, q0, amplitude, duration=5.0, period=2.5):
+        self.q0, self.amplitude = np.asarray(q0, float), np.asarray(amplitude, float)
+        self.duration, self.omega = duration, 2 * np.pi / period
+
+    def __call__(self, t):
+        """Positions, velocities, accelerations (len(t), n) at times ``t`` (k,) [s]."""
+        t = np.clip(np.asarray(t, float), 0.0, self.duration)[:, None]
+        a, w = self.amplitude, self.omega
+        return (self.q0 + a * (1 - np.cos(w * t)) / 2, a * w * np.sin(w * t) / 2,
+                a * w ** 2 * np.cos(w * t) / 2)
+
+    def message(self, joints, start, dt=0.05):
+        """The trajectory starting at simulated time ``start`` [s], a point every ``dt``."""
+        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        msg = JointTrajectory()
+        msg.header.stamp.sec = int(start)
+        msg.header.stamp.nanosec = int(round((start - int(start)) * 1e9))
+        msg.joint_names = list(joints)
+        times = np.arange(0.0, self.duration + dt / 2, dt)
+        for t, q, v, a in zip(times, *self(times)):
+            point = JointTrajectoryPoint(positions=q.tolist(), velocities=v.tolist(),
+                                         accelerations=a.tolist())
+            point.time_from_start.sec = int(t)
+            point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+            msg.points.append(point)
+        return msg
+
+
+def excursion_near_limits(model, joints, q0, fraction=0.8, reach=2.5):
+    """An :class:`Excursion` from ``q0`` towards the farther joint limit, ``fraction`` of the
+    way there (at most ``reach`` [rad]).
+    """
+    amplitude = []
+    for j, q in zip(joints, q0):
+        k = model.joint_names.index(j)
+        up, down = min(model.upper_limits[k], q + reach) - q, max(model.lower_limits[k],
+                                                                  q - reach) - q
+        amplitude.append(fraction * (up if up >= -down else down))
+    return Excursion(q0, amplitude)
+
+
+def controller_args(namespace, joints, kp, kd, feedforward):
+    """The effort controller's arguments: commands to the simulation, ``feedforward`` from the
+    dynamics node's ``feedforward_command`` (True) or nothing (the PD + gravity baseline).
+    """
+    ff = 'feedforward_command' if feedforward else 'unconnected_feedforward'
+    return ('-r', f'__ns:=/{namespace}', '-r', 'commands:=sim/commands',
+            '-r', f'feedforward:={ff}', '-r', 'gravity:=gravity_command',
+            '-p', 'use_sim_time:=true', '-p', f'joints:=[{", ".join(joints)}]',
+            '-p', f'kp:=[{", ".join(repr(float(k)) for k in kp)}]',
+            '-p', f'kd:=[{", ".join(repr(float(k)) for k in kd)}]')

@@ -10,10 +10,13 @@ end: the last desired positions held, at first the first state heard), then
 
 published on ``commands`` (``std_msgs/Float64MultiArray`` in ``joints`` order: remap to a
 forward command controller's ``~/commands``). ``tau_ff`` is the latest ``feedforward``
-message (``std_msgs/Float64MultiArray`` in ``joints`` order: remap to the dynamics node's
-``feedforward_command`` for PD + feedforward, or to ``gravity_command`` for the PD + gravity
-baseline); one older than ``feedforward_timeout`` is not used (the feedforward of a trajectory
-ends with it). Times are the node's clock (``use_sim_time`` with a simulation).
+message if it is fresh, else the latest ``gravity`` message if that is (both
+``std_msgs/Float64MultiArray`` in ``joints`` order; fresh: younger than ``feedforward_timeout``
+by the node's clock), else zero: remap ``feedforward`` to the dynamics node's
+``feedforward_command`` (published while a trajectory plays) and ``gravity`` to its
+``gravity_command`` (published for every state) for PD + feedforward, holding the arm against
+gravity between trajectories; leave ``feedforward`` unconnected for the PD + gravity baseline.
+Times are the node's clock (``use_sim_time`` with a simulation).
 """
 import math
 import sys
@@ -59,20 +62,20 @@ class EffortController:
         self.ff_timeout = float(node.get_parameter('feedforward_timeout').value)
         if not (math.isfinite(self.ff_timeout) and self.ff_timeout >= 0):
             raise ValueError(f'feedforward_timeout: expected >= 0, got {self.ff_timeout}')
-        n = len(self.joints)
         self.q_hold = None            # (n,) desired positions outside a trajectory
         self.trajectory = None        # (Trajectory, start Time)
-        self.tau_ff = np.zeros(n)
-        self.ff_time = None
+        self.latest = {}              # 'feedforward' / 'gravity' -> (tau (n,), Time)
         self.pub = node.create_publisher(Float64MultiArray, 'commands', 10)
-        state_qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT,
+        state_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                                history=HistoryPolicy.KEEP_LAST)
         node.create_subscription(JointState, 'joint_states',
                                  self._guard(self._on_state, 'joint_states'), state_qos)
         node.create_subscription(JointTrajectory, 'joint_trajectory',
                                  self._guard(self._on_trajectory, 'joint_trajectory'), 10)
-        node.create_subscription(Float64MultiArray, 'feedforward',
-                                 self._guard(self._on_feedforward, 'feedforward'), 10)
+        for topic in ('feedforward', 'gravity'):
+            node.create_subscription(
+                Float64MultiArray, topic,
+                self._guard(lambda msg, topic=topic: self._on_torques(topic, msg), topic), 10)
 
     def _guard(self, callback, what):
         return guarded(callback, what, self.log, self.counts)
@@ -103,16 +106,24 @@ class EffortController:
         start = stamp if stamp.nanoseconds > 0 else self.node.get_clock().now()
         self.trajectory = (trajectory, start, order)
 
-    def _on_feedforward(self, msg):
+    def _on_torques(self, topic, msg):
         tau = np.array(msg.data, dtype=float)
         if tau.shape != (len(self.joints),) or not np.all(np.isfinite(tau)) or \
                 np.any(np.abs(tau) > 1e6):
-            self.counts.count('feedforward_refused')
-            self.log.warning(f'feedforward refused: expected {len(self.joints)} finite values '
+            self.counts.count(f'{topic}_refused')
+            self.log.warning(f'{topic} refused: expected {len(self.joints)} finite values '
                              f'of at most 1e6, got {len(tau)}')
             return
-        self.tau_ff = tau
-        self.ff_time = self.node.get_clock().now()
+        self.latest[topic] = (tau, self.node.get_clock().now())
+
+    def _feedforward(self, now):
+        """The fresh feedforward, else the fresh gravity torques, else zero."""
+        for topic in ('feedforward', 'gravity'):
+            if topic in self.latest:
+                tau, stamp = self.latest[topic]
+                if (now - stamp).nanoseconds * 1e-9 <= self.ff_timeout:
+                    return tau
+        return 0.0
 
     def _on_state(self, msg):
         index = {name: k for k, name in enumerate(msg.name)}
@@ -129,10 +140,8 @@ class EffortController:
             self.counts.count('states_refused')
             return
         q_d, qd_d = self._desired(q)
-        now = self.node.get_clock().now()
-        fresh = self.ff_time is not None and \
-            (now - self.ff_time).nanoseconds * 1e-9 <= self.ff_timeout
-        tau = self.kp * (q_d - q) + self.kd * (qd_d - qd) + (self.tau_ff if fresh else 0.0)
+        tau = self.kp * (q_d - q) + self.kd * (qd_d - qd) + \
+            self._feedforward(self.node.get_clock().now())
         self.pub.publish(Float64MultiArray(data=tau.tolist()))
 
     def _desired(self, q):

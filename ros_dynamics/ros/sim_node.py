@@ -43,7 +43,9 @@ PARAMETERS = {
                      'empty: every non-mimic revolute, continuous or prismatic joint, URDF order'),
     'initial_positions': ([0.0], 'Start positions in the order of joints [rad or m]; [0.0]: '
                                  'zero, clamped into the joint limits'),
-    'default_damping': (0.5, 'Viscous damping of joints without <dynamics damping> [N m s/rad]'),
+    'default_damping': (0.5, 'Viscous damping of joints whose <dynamics damping> is absent or '
+                             'zero [N m s/rad or N s/m]'),
+    'friction': (True, "Model the URDF's <dynamics friction> as dry (Coulomb) joint friction"),
     'real_time_factor': (1.0, 'Simulated seconds per wall-clock second (0.01 to 100)'),
     'publish_clock': (True, 'Publish simulated time on /clock (for use_sim_time)'),
     'hold_until_command': (True, 'Hold the joints still until the first valid command'),
@@ -53,6 +55,7 @@ PARAMETERS = {
     'payload.com': ([0.0, 0.0, 0.0], 'Payload center of mass in the link frame [m]'),
 }
 READ_ONLY = ('robot_description', 'urdf_file', 'joints', 'initial_positions', 'default_damping',
+             'friction',
              'real_time_factor', 'publish_clock', 'hold_until_command')
 COUNTERS = ('steps', 'overruns', 'commands', 'commands_refused', 'wrenches', 'wrenches_refused',
             'payloads_refused', 'resets', 'callback_errors')
@@ -104,7 +107,7 @@ class SimNode:
                 raise ValueError('no robot: set robot_description or urdf_file')
             with open(path) as f:
                 text = f.read()
-        robot = SimulatedRobot(text, self._param('default_damping'))
+        robot = SimulatedRobot(text, self._param('default_damping'), self._param('friction'))
         joints = [j for j in self._param('joints') if j]
         if joints:
             robot.set_command_order(joints)

@@ -5,9 +5,12 @@ The MuJoCo model is MuJoCo's own reading of the URDF (its inertials, its joint a
 ``<visual>`` and ``<collision>`` are removed (the dynamics need only the inertials, and MuJoCo
 cannot read every mesh format), fixed joints are fused (``fusestatic``), inertias are taken as
 written (``balanceinertia="false"``), the root link is fixed to the world (the world frame is the
-root link's), ``<mimic>`` joints (which MuJoCo ignores) become joint equality constraints, and
-every hinge or slide joint gets the viscous damping of its ``<dynamics damping>``, else
-``default_damping``. Contacts are off: the robot touches nothing but what pushes it.
+root link's), ``<mimic>`` joints (which MuJoCo ignores) become joint equality constraints,
+every hinge or slide joint gets the viscous damping of its ``<dynamics damping>`` when positive,
+else ``default_damping`` (a joint without damping is not a real joint, and gravity compensation
+through a loop with latency needs some), and with ``friction`` the dry friction of its
+``<dynamics friction>`` (MuJoCo's ``frictionloss``). Contacts are off: the robot touches nothing
+but what pushes it.
 
 Wrenches are 6-vectors ``[force; torque]``, in world (root link) axes unless said otherwise.
 """
@@ -111,7 +114,7 @@ class SimulatedRobot:
     effort command's order unless another is chosen with :meth:`set_command_order`.
     """
 
-    def __init__(self, urdf_text, default_damping=0.5):
+    def __init__(self, urdf_text, default_damping=0.5, friction=False):
         if not (math.isfinite(default_damping) and 0.0 <= default_damping <= MAX_INPUT):
             raise InvalidInputError(f'default_damping: expected a finite value in [0, 1e6], '
                                     f'got {default_damping!r}')
@@ -144,7 +147,7 @@ class SimulatedRobot:
             self._qpos[name] = int(self.model.jnt_qposadr[jid])
             self._dof[name] = int(self.model.jnt_dofadr[jid])
         self.joints = [name for name in self.all_joints if name not in mimic]
-        self._set_damping(urdf, default_damping)
+        self._set_joint_dynamics(urdf, default_damping, friction)
         self._links = self._link_frames(urdf)
         self._body_inertials = (self.model.body_mass.copy(), self.model.body_ipos.copy(),
                                 self.model.body_iquat.copy(), self.model.body_inertia.copy())
@@ -157,16 +160,18 @@ class SimulatedRobot:
 
     # -- construction -----------------------------------------------------------------------
 
-    def _set_damping(self, urdf, default_damping):
+    def _set_joint_dynamics(self, urdf, default_damping, friction):
         for joint in urdf.findall('joint'):
             name = joint.get('name')
             if name not in self._dof:
                 continue
             dynamics = joint.find('dynamics')
-            damping = default_damping
-            if dynamics is not None and dynamics.get('damping') is not None:
-                damping = float(dynamics.get('damping'))
-            self.model.dof_damping[self._dof[name]] = damping
+            dynamics = {} if dynamics is None else dynamics.attrib
+            damping = float(dynamics.get('damping', 0.0))
+            dof = self._dof[name]
+            self.model.dof_damping[dof] = damping if damping > 0 else default_damping
+            self.model.dof_frictionloss[dof] = float(dynamics.get('friction', 0.0)) \
+                if friction else 0.0
 
     def _link_frames(self, urdf):
         """Every URDF link's body and pose in it (links fused away sit in their parent's body)."""
