@@ -60,7 +60,9 @@ def set_param(client, name, value):
 
 
 def test_a_quadruped_on_odometry_and_changing_contacts(client, tmp_path):
+    # The joint states are stamped in test seconds, not on the node's clock: no age bound.
     node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}', '-p', f'urdf_file:={erd(SOLO12)}',
+                       '-p', 'command.max_state_age:=0.0',
                        '-p', 'root_joint:=floating', '-p', f'frame_prefix:={PREFIX}',
                        '-p', f'contact_frames:={FEET}'.replace("'", ''),
                        '-p', 'markers_rate:=100.0', '-p', 'odometry.timeout:=0.5',

@@ -6,9 +6,9 @@ import numpy as np
 from pinocchio_reference import random_state, rel_close
 import pytest
 
-from ros_dynamics.engine import IKSolver, RobotModel
-from ros_dynamics.engine import model as model_module
-from ros_dynamics.engine.model import DENSE_LIMIT
+from ros_dynamics.engine import IKSolver, RobotModel, dof_tree
+
+DENSE_LIMIT = dof_tree.DENSE_LIMIT
 
 INERTIAL = ('<inertial><origin xyz="0.01 0.02 0.05"/><mass value="{m}"/><inertia ixx="0.02" '
             'ixy="0.001" ixz="0" iyy="0.03" iyz="0" izz="0.015"/></inertial>')
@@ -46,7 +46,7 @@ def large():
     xml = chain_urdf(DENSE_LIMIT + 60, kind='mixed', branch_every=40)
     sparse = RobotModel.from_urdf_string(xml)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(model_module, 'DENSE_LIMIT', 10 ** 6)
+        patch.setattr(dof_tree, 'DENSE_LIMIT', 10 ** 6)
         dense = RobotModel.from_urdf_string(xml)
     return sparse, dense
 

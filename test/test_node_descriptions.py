@@ -33,6 +33,15 @@ def with_tools(*names):
     return XML.replace('</robot>', extra + '</robot>')
 
 
+def with_chains(n):
+    """The demo arm with ``n`` one-joint chains on its root link: ``n + 1`` default tips."""
+    extra = ''.join(f'<link name="fan{k}"/><joint name="fan_j{k}" type="revolute">'
+                    f'<parent link="{MODEL.root_link}"/><child link="fan{k}"/>'
+                    '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+                    for k in range(n))
+    return XML.replace('</robot>', extra + '</robot>')
+
+
 def chain(links):
     """A serial chain of ``links`` revolute joints (slow to build when long)."""
     body = ['<robot name="chain"><link name="l0"/>']
@@ -75,6 +84,7 @@ def test_any_frame_name_starts_and_distinct_frames_get_distinct_topics(client, t
     urdf = tmp_path / 'tools.urdf'
     urdf.write_text(with_tools('tool/0', 'tool_0', LONG))
     node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={urdf}',
+                       '-p', f'tip_frames:=["tool/0", "tool_0", "{LONG}"]',
                        log_path=str(tmp_path / 'n.log'))
     try:
         got = {}
@@ -98,15 +108,15 @@ def test_swaps_destroy_old_tip_topics_and_bad_descriptions_are_refused(client, t
     state = JointState(name=list(MODEL.joint_names), position=Q)
     try:
         assert spin_until(client, lambda: torques, 20.0, lambda: pub.publish(state))
-        for k in range(30):                                  # 30 swaps, new tip names each
+        for k in range(30):                     # 30 swaps, a new default tip name each
             desc.publish(String(data=with_tools(f'swap{k}_a', f'swap{k}_b')))
-            assert spin_until(client, lambda k=k: f'swap{k}_a' in node.output(), 10.0,
-                              lambda: pub.publish(state)), node.output()
-        assert spin_until(client, lambda: len(tip_topics(client, ns)) == 8, 10.0), \
+            assert spin_until(client, lambda k=k: f"tips ['swap{k}_b']" in node.output(),
+                              10.0, lambda: pub.publish(state)), node.output()
+        assert spin_until(client, lambda: len(tip_topics(client, ns)) == 4, 10.0), \
             tip_topics(client, ns)
         refusals = [
             (XML + ' ' * 200_000, 'more than description.max_bytes'),
-            (with_tools(*[f'leaf{i}' for i in range(60)]), 'more than max_tip_frames (50)'),
+            (with_chains(60), 'more than max_tip_frames (50)'),
             ('<robot name="x"><link name="a"/>' + '<link>' * 10, 'refused the robot desc'),
         ]
         for xml, reason in refusals:
@@ -117,7 +127,7 @@ def test_swaps_destroy_old_tip_topics_and_bad_descriptions_are_refused(client, t
                               lambda: pub.publish(state)), (reason, node.output()[-2000:])
             torques.clear()
             assert spin_until(client, lambda: torques, 10.0, lambda: pub.publish(state))
-        assert len(tip_topics(client, ns)) == 8
+        assert len(tip_topics(client, ns)) == 4
         # Origins of 1e308: refused, or served without a single non-finite number published.
         huge = XML.replace('xyz="0 0 0.2125"', 'xyz="1e308 0 1e308"', 1)
         assert huge != XML

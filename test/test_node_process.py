@@ -32,8 +32,10 @@ def joint_state(q, names=MODEL.joint_names, stamp_sec=0):
 
 def test_node_serves_gravity_and_poses_and_drops_bad_messages(ros, tmp_path):
     ns = 'arm1'
+    # The joint states are stamped in test seconds, not on the node's clock: no age bound.
     node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
                        '-p', 'command_joints:=[elbow_joint, shoulder_pan_joint]',
+                       '-p', 'command.max_state_age:=0.0',
                        log_path=str(tmp_path / 'node.log'))
     try:
         torques, commands, poses = {}, [], {}

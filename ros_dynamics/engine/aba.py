@@ -32,14 +32,14 @@ from .spatial import cross_force
 
 if TYPE_CHECKING:
     from .kinematics import KinematicState
-    from .model import RobotModel
+    from .model import Model
 
 #: Largest number of degrees of freedom solved through the mass matrix (an O(n^3) solve, whose
 #: rounding grows with the condition number of M) instead of the articulated-body recursion.
 MASS_MATRIX_MAX_DOF = 64
 
 
-def forward_dynamics(model: RobotModel, state: KinematicState, tau: ArrayLike,
+def forward_dynamics(model: Model, state: KinematicState, tau: ArrayLike,
                      f_ext: dict | None = None, f_ext_frame: str = 'world', *,
                      friction: bool = False):
     """``qdd`` (..., nv) from a state computed with q and qd, torques ``tau`` (..., nv) and

@@ -23,7 +23,7 @@ from .rotations import cross
 
 if TYPE_CHECKING:
     from .kinematics import KinematicState
-    from .model import RobotModel
+    from .model import Model
 
 
 def _about_center_of_mass(model, state, h_O):
@@ -32,13 +32,13 @@ def _about_center_of_mass(model, state, h_O):
     return np.concatenate([h_O[..., :3], h_O[..., 3:] - cross(c, h_O[..., :3])], axis=-1)
 
 
-def centroidal_momentum_matrix(model: RobotModel, state: KinematicState):
+def centroidal_momentum_matrix(model: Model, state: KinematicState):
     """``A_G(q)`` (..., 6, nv): ``h_G = A_G v`` (see the module docstring)."""
     columns = _about_center_of_mass(model, state, subtree_momenta(model, state))
     return model.to_independent_columns(np.swapaxes(columns, -1, -2))
 
 
-def centroidal_momentum(model: RobotModel, state: KinematicState):
+def centroidal_momentum(model: Model, state: KinematicState):
     """``h_G`` (..., 6) ``[linear; angular]`` of a state computed with q and qd."""
     if state.V_world_body is None:
         raise InvalidInputError('centroidal momentum needs q and qd')

@@ -18,10 +18,10 @@ from . import kinematics
 from .exceptions import ShapeError, UnknownJointError
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 
-def q_from_names(model: RobotModel, names: Sequence[str], positions: ArrayLike,
+def q_from_names(model: Model, names: Sequence[str], positions: ArrayLike,
                  default: Optional[ArrayLike] = None, *,
                  ignore_unknown: bool = False) -> np.ndarray:
     """``q`` (nq,) from (name, position) pairs merged onto ``default`` (:func:`neutral`
@@ -45,14 +45,14 @@ def q_from_names(model: RobotModel, names: Sequence[str], positions: ArrayLike,
             raise UnknownJointError(name, model.q_names)
     return q
 
-def joint_state_from_q(model: RobotModel, q: ArrayLike) -> tuple[list[str], list[float]]:
+def joint_state_from_q(model: Model, q: ArrayLike) -> tuple[list[str], list[float]]:
     """``(names, positions)`` of the ``model.actuated_joint_names`` for one ``q`` (nq,)."""
     q = kinematics.as_configuration(model, q, 'q')
     if q.ndim != 1:
         raise ShapeError(f'q: expected one configuration of shape ({model.nq},), got {q.shape}')
     return list(model.actuated_joint_names), q[model.actuated_q_index].tolist()
 
-def middle_configuration(model: RobotModel) -> np.ndarray:
+def middle_configuration(model: Model) -> np.ndarray:
     """Middle of the joint limits (nq,); 0 for unbounded joints, :func:`neutral` for
     floating and planar joints.
     """
@@ -61,13 +61,13 @@ def middle_configuration(model: RobotModel) -> np.ndarray:
                                 + np.where(finite, model.upper_limits, 0)), 0.0)
     return _with_multi_dof(model, q, lambda joint: joint.neutral())
 
-def neutral(model: RobotModel) -> np.ndarray:
+def neutral(model: Model) -> np.ndarray:
     """The configuration (nq,) of the description's pose: every one-DOF joint at zero,
     floating and planar joints at the identity (Pinocchio's ``neutral``).
     """
     return _with_multi_dof(model, np.zeros(model.nq), lambda joint: joint.neutral())
 
-def random_configuration(model: RobotModel, rng: object = None,
+def random_configuration(model: Model, rng: object = None,
                          size: Optional[int] = None) -> np.ndarray:
     """Configurations (nq,) -- or (size, nq) -- drawn uniformly inside the limits (one
     turn for unbounded joints); floating and planar joints: translations in +-1 m, the
@@ -89,7 +89,7 @@ def _with_multi_dof(model, q, value, bounds=False):
             if bounds else value(joint)
     return q
 
-def integrate(model: RobotModel, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
+def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> np.ndarray:
     """The configuration (..., nq) reached from ``q`` (..., nq) moving at ``v`` (..., nv)
     for ``dt`` [s]: ``q + v dt`` for one-DOF joints, the exponential map for floating
     (SE(3), ``v`` in the body's axes) and planar (SE(2)) joints, as Pinocchio's
@@ -106,7 +106,7 @@ def integrate(model: RobotModel, q: ArrayLike, v: ArrayLike, dt: float = 1.0) ->
                                                      vdt[..., iv:iv + joint.nv])
     return out
 
-def difference(model: RobotModel, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
+def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> np.ndarray:
     """The velocity (..., nv) that moves ``q0`` to ``q1`` in unit time (the inverse of
     :func:`integrate`: the logarithm for floating and planar joints, angles of a turn or
     less for them).

@@ -35,7 +35,7 @@ from .rnea import center_of_mass, gravity_torques
 
 if TYPE_CHECKING:
     from .kinematics import KinematicState
-    from .model import RobotModel
+    from .model import Model
 
 #: Residual base force (relative to the robot's weight plus 1 N) above which a stance fails.
 RESIDUAL_TOLERANCE = 1e-8
@@ -57,7 +57,7 @@ class ContactTorques:
     base_residual: np.ndarray
 
 
-def contact_gravity_torques(model: RobotModel, state: KinematicState, contact_frames: Sequence[str],
+def contact_gravity_torques(model: Model, state: KinematicState, contact_frames: Sequence[str],
                             contact: str = 'point',
                             friction: Optional[float] = None) -> ContactTorques:
     """Actuated torques and contact forces holding the robot still at ``state.q`` on

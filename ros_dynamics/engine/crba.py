@@ -24,7 +24,7 @@ from .spatial import force_cross_matrix, motion_cross_matrix
 
 if TYPE_CHECKING:
     from .kinematics import KinematicState
-    from .model import RobotModel
+    from .model import Model
 
 
 def _composite(model, per_body):
@@ -36,7 +36,7 @@ def _composite(model, per_body):
     return model.subtree_sum(flat).reshape(shape[:-3] + (model.n_dof, 6, 6))
 
 
-def subtree_momenta(model: RobotModel, state: KinematicState):
+def subtree_momenta(model: Model, state: KinematicState):
     """``Ic_k S_k`` (..., n_dof, 6): per degree of freedom k, the spatial momentum (at the world
     origin, world axes) of everything it moves when it alone moves at unit rate.
     """
@@ -44,7 +44,7 @@ def subtree_momenta(model: RobotModel, state: KinematicState):
     return (Ic @ state.S_world[..., None])[..., 0]
 
 
-def mass_matrix(model: RobotModel, state: KinematicState):
+def mass_matrix(model: Model, state: KinematicState):
     """``M(q)`` (..., nv, nv), full, symmetric, rotor inertia included."""
     settings = state.settings
     S = state.S_world
@@ -60,7 +60,7 @@ def mass_matrix(model: RobotModel, state: KinematicState):
     return M + np.diag(settings.rotor_inertia)
 
 
-def coriolis_matrix(model: RobotModel, state: KinematicState):
+def coriolis_matrix(model: Model, state: KinematicState):
     """``C(q, qd)`` (..., nv, nv) with ``C qd + g = bias torques`` and ``Mdot - 2 C`` skew."""
     state.require('the Coriolis matrix')
     I_b = world_spatial_inertias(state.settings, state)

@@ -45,7 +45,7 @@ from .regressors import (
 from .settings import Payload
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 ArrayLike = Any
 
@@ -132,7 +132,7 @@ def _consistent(R: np.ndarray, z: np.ndarray, scale: np.ndarray, pi0: np.ndarray
     return parameters_from_pseudo_inertia(L @ L.T)
 
 
-def identify_payload(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike, a: ArrayLike,
+def identify_payload(model: Model, frame: str | int, q: ArrayLike, v: ArrayLike, a: ArrayLike,
                      tau: ArrayLike, *, friction: bool = False,
                      max_condition: float = MAX_CONDITION) -> PayloadEstimate:
     """Identify the rigid payload fixed to ``frame`` from joint states along a motion.
@@ -202,7 +202,7 @@ def identify_payload(model: RobotModel, frame: str | int, q: ArrayLike, v: Array
         condition_number=condition, mass_com_condition_number=mass_com_condition, samples=n)
 
 
-def identify_payload_from_positions(model: RobotModel, frame: str | int, t: ArrayLike, q: ArrayLike,
+def identify_payload_from_positions(model: Model, frame: str | int, t: ArrayLike, q: ArrayLike,
                                     tau: ArrayLike, *, window: int = 51, polyorder: int = 3,
                                     friction: bool = False,
                                     max_condition: float = MAX_CONDITION) -> PayloadEstimate:

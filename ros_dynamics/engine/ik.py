@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import kinematics
+from . import configuration, kinematics
 from .exceptions import InvalidInputError, ShapeError
 from .ik_chain import Chain
 from .ik_search import Search
@@ -65,7 +65,7 @@ def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_t
     if np.abs(R @ R.T - _EYE3).max() > 1e-6 or det < 0:
         raise InvalidInputError('T_target: the rotation part is not a rotation matrix')
     if q_seed is None:
-        q_seed = model.middle_configuration()
+        q_seed = configuration.middle_configuration(model)
     q_seed = kinematics.as_configuration(model, q_seed, 'q_seed')
     if q_seed.ndim != 1:
         raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
@@ -95,7 +95,7 @@ def _check_tolerance(name, tol):
 
 
 class IKSolver:
-    """Inverse kinematics of one :class:`~ros_dynamics.engine.model.RobotModel`.
+    """Inverse kinematics of one :class:`~ros_dynamics.engine.model.Model`.
 
     Owns the :class:`~ros_dynamics.engine.ik_chain.Chain` of every tip frame it has solved for
     (built on first use) and the seed tables :meth:`prepare` built; both are immutable once

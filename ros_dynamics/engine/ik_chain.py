@@ -2,7 +2,7 @@
 batch of configurations -- what every IK iteration needs, without the rest of the tree.
 
 Joint k of the chain is the constant placement ``C_k`` of its z-aligned frame in the previous
-joint's (``RobotModel.joint_z_placement``; the world frame for the first) followed by its joint
+joint's (``Model.joint_z_placement``; the world frame for the first) followed by its joint
 model's transform ``Z_k(x)`` (:mod:`.joints`), linear in ``[cos x, sin x, 1, x]``; the frame hangs
 at ``E`` from the last. Below a floating or planar joint (a floating base) the chain starts at
 the body that joint moves, :attr:`Chain.root_body`: the IK moves the one-DOF joints only and

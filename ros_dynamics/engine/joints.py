@@ -10,7 +10,7 @@ along the constant motion subspace ``motion_z`` (a 6-vector ``[linear; angular]`
 * prismatic: a shift along z, ``motion_z = [0, 0, 1, 0, 0, 0]``.
 
 Kinematics, dynamics and IK read a model's joints only through these: the model folds the
-constant placements into the coefficient tensors once (``RobotModel.joint_transform_basis``,
+constant placements into the coefficient tensors once (``Model.joint_transform_basis``,
 ``joint_motion``, ``joint_z_placement``), the trajectory kernel calls
 :meth:`JointModel.propagate_motion` and :meth:`JointModel.transmit_force`, and configuration
 handling (bounds, sampling) goes through :meth:`JointModel.position_bounds` and friends. ``nq``

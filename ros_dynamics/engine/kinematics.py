@@ -37,7 +37,7 @@ from .rotations import cross
 from .spatial import cross_motion
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 CONVENTIONS = ('world', 'local_world_aligned', 'local')
 #: Largest joint position, velocity or acceleration magnitude accepted (see :mod:`.checks`).
@@ -95,7 +95,7 @@ def _coordinates(model, x, name, size, names, batch_shape):
     return x
 
 
-def as_configuration(model: RobotModel, q: ArrayLike, name: str = 'q'):
+def as_configuration(model: Model, q: ArrayLike, name: str = 'q'):
     """``q`` as a finite float array of shape ``(..., nq)`` (see :func:`as_finite_array`),
     the unit vectors of floating and planar joints (quaternions, (cos, sin) pairs) normalised;
     :class:`ShapeError` for another last dimension, :class:`InvalidInputError` for a zero
@@ -114,7 +114,7 @@ def as_configuration(model: RobotModel, q: ArrayLike, name: str = 'q'):
     return q
 
 
-def as_velocity(model: RobotModel, v: ArrayLike, name: str, batch_shape: tuple | None = None):
+def as_velocity(model: Model, v: ArrayLike, name: str, batch_shape: tuple | None = None):
     """``v`` (a velocity, acceleration or torque) as a finite float array of shape
     ``(..., nv)`` broadcast to ``batch_shape``; :class:`ShapeError` for another last dimension
     or a batch shape that does not match.
@@ -192,7 +192,7 @@ class KinematicState:
 
         Each row is linear in its body's pose terms ``p_h[a] R[b, j]`` (``p_h`` the position
         relative to ``point`` with a 1 appended): one product of them with the model's
-        :attr:`~ros_dynamics.engine.model.RobotModel.dof_motion_basis`.
+        :attr:`~ros_dynamics.engine.model.Model.dof_motion_basis`.
         """
         T = self.T_world_dof
         p_h = T[..., :, 3]
@@ -257,7 +257,7 @@ class KinematicState:
             self.model.frame_placement[f]
 
     def frame_poses(self):
-        """Poses of every frame, (..., n_frames, 4, 4), in :attr:`RobotModel.frame_names` order."""
+        """Poses of every frame, (..., n_frames, 4, 4), in ``model.frame_names`` order."""
         m = self.model
         return self.T_world_body[..., m.frame_body, :, :] @ m.frame_placement
 
@@ -315,7 +315,7 @@ def _body_poses(model, q, q_joint):
 
     Every joint's transform ``T_parentbody_child`` comes from one product (its terms times its
     basis); the chains of products from the root are then taken by pointer jumping
-    (:attr:`RobotModel.pose_jumps`): after step s each body holds its pose in its 2^s-th
+    (``model.pose_jumps``): after step s each body holds its pose in its 2^s-th
     ancestor, so a tree of depth d takes ceil(log2 d) batched products, not one per joint
     (bodies already placed in world are multiplied by the base's identity).
     """

@@ -35,7 +35,7 @@ from .jacobians import frame_jacobian
 from .kinematics import KinematicState, as_configuration, as_velocity, forward_kinematics
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 ArrayLike = Any
 
@@ -186,7 +186,7 @@ def external_wrench_of_state(state: KinematicState, tau_ext: ArrayLike, frame: s
                           near_singular=np.asarray(near))
 
 
-def external_wrench(model: RobotModel, q: ArrayLike, tau_ext: ArrayLike, frame: str | int, *,
+def external_wrench(model: Model, q: ArrayLike, tau_ext: ArrayLike, frame: str | int, *,
                     force_only: bool = False, damping: float = 0.001,
                     singular_ratio: float = 0.01) -> WrenchEstimate:
     """The wrench at ``frame`` (name or index) that explains external torques best.
@@ -243,7 +243,7 @@ def joints_in_collision(tau_ext: ArrayLike, thresholds: ArrayLike) -> np.ndarray
     return np.abs(tau_ext) > limits
 
 
-def observe(model: RobotModel, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike,
+def observe(model: Model, gain: ArrayLike, q: ArrayLike, v: ArrayLike, tau_measured: ArrayLike,
             t: ArrayLike, *, friction: bool = False) -> np.ndarray:
     """Run a :class:`MomentumObserver` over a recording: ``q`` (n, nq), ``v`` and
     ``tau_measured`` (n, nv), sample times ``t`` (n,) [s], increasing. Returns the estimates

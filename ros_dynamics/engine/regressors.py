@@ -49,7 +49,7 @@ from .settings import DynamicSettings
 from .spatial import parallel_axis
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 ArrayLike = Any
 
@@ -114,7 +114,7 @@ def regressor_of_state(state: KinematicState) -> np.ndarray:
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def joint_torque_regressor(model: RobotModel, q: ArrayLike, v: ArrayLike,
+def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike,
                            a: ArrayLike) -> np.ndarray:
     """Joint torque regressor ``Y`` (..., nv, 10 * n_moving) at the motion (q, v, a).
 
@@ -138,7 +138,7 @@ def payload_regressor_of_state(state: KinematicState, frame: str | int) -> np.nd
     return model.mimic_matrix.T @ Y if model.has_mimic else Y
 
 
-def payload_regressor(model: RobotModel, frame: str | int, q: ArrayLike, v: ArrayLike,
+def payload_regressor(model: Model, frame: str | int, q: ArrayLike, v: ArrayLike,
                       a: ArrayLike) -> np.ndarray:
     """Regressor ``Y_p`` (..., nv, 10) of a rigid payload fixed to ``frame`` (name or index).
 
@@ -231,7 +231,7 @@ def parameters_from_pseudo_inertia(J: ArrayLike, *, check: bool = True) -> np.nd
     return np.concatenate([J[..., 3, 3:], first, flat], axis=-1)
 
 
-def inertial_parameters(model: RobotModel,
+def inertial_parameters(model: Model,
                         settings: Optional[DynamicSettings] = None) -> np.ndarray:
     """Parameters ``pi`` (10 * n_moving,) of every moving body, payloads included, from the
     model's current dynamic settings (or ``settings`` made for it); see the module docstring.

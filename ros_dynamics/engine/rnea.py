@@ -30,7 +30,7 @@ from .spatial import cross_force
 
 if TYPE_CHECKING:
     from .kinematics import KinematicState
-    from .model import RobotModel
+    from .model import Model
     from .settings import DynamicSettings
 
 
@@ -77,7 +77,7 @@ def apply_inertia(mass: ArrayLike, com: ArrayLike, inertia: ArrayLike, motion: n
     return np.concatenate([linear, angular], axis=-1)
 
 
-def external_body_forces(model: RobotModel, state: KinematicState, f_ext: dict | None,
+def external_body_forces(model: Model, state: KinematicState, f_ext: dict | None,
                          f_ext_frame: str):
     """External wrenches as spatial forces at the world origin per body (..., n_bodies, 6)."""
     if f_ext_frame not in ('world', 'local'):
@@ -100,16 +100,16 @@ def external_body_forces(model: RobotModel, state: KinematicState, f_ext: dict |
     return out
 
 
-def joint_torques(model: RobotModel, state: KinematicState, body_forces: np.ndarray):
+def joint_torques(model: Model, state: KinematicState, body_forces: np.ndarray):
     """``tau`` (..., nv) of independent joints from net spatial forces on every body."""
     F = model.subtree_sum(body_forces)
     tau = np.einsum('...kj,...kj->...k', state.S_world, F)
     return model.to_independent_forces(tau)
 
 
-def inverse_dynamics(model: RobotModel, state: KinematicState, f_ext: dict | None = None,
+def inverse_dynamics(model: Model, state: KinematicState, f_ext: dict | None = None,
                      f_ext_frame: str = 'world', *, friction: bool = False):
-    """RNEA on a state computed with q, qd and qdd; see :meth:`RobotModel.inverse_dynamics`."""
+    """RNEA on a state computed with q, qd and qdd; see ``RobotModel.inverse_dynamics``."""
     state.require('inverse dynamics', accelerations=True)
     settings = state.settings
     f = body_forces(settings, state, state.A_world_body + settings.base_acceleration)
@@ -126,7 +126,7 @@ def friction_torques(settings: DynamicSettings, qd: ArrayLike):
     return settings.damping * qd + settings.coulomb * np.sign(qd)
 
 
-def gravity_torques(model: RobotModel, state: KinematicState):
+def gravity_torques(model: Model, state: KinematicState):
     """``g(q)`` (..., nv) in closed form: each joint holds the weight of everything it moves.
 
     With ``M_k`` and ``C_k`` the mass and world first moment (sum of m c) of joint k's subtree,
@@ -146,7 +146,7 @@ def gravity_torques(model: RobotModel, state: KinematicState):
     return model.to_independent_forces(-np.sum(state.motions_at_joints() * weights, axis=-1))
 
 
-def bias_torques(model: RobotModel, state: KinematicState):
+def bias_torques(model: Model, state: KinematicState):
     """``C(q, qd) qd + g(q)`` (..., nv) from a state computed with q and qd."""
     state.require('bias torques')
     settings = state.settings
@@ -155,7 +155,7 @@ def bias_torques(model: RobotModel, state: KinematicState):
     return joint_torques(model, state, body_forces(settings, state, A))
 
 
-def kinetic_energy(model: RobotModel, state: KinematicState):
+def kinetic_energy(model: Model, state: KinematicState):
     """``0.5 sum_b v_b . I_b v_b + 0.5 sum_i I_rotor,i qd_i^2`` [J]."""
     state.require('kinetic energy')
     settings = state.settings
@@ -175,7 +175,7 @@ def moving_mass(settings: DynamicSettings):
     return mass
 
 
-def potential_energy(model: RobotModel, state: KinematicState):
+def potential_energy(model: Model, state: KinematicState):
     """``-sum_b m_b g . c_b`` [J] over the moving bodies, zero with every center of mass at the
     world origin.
     """
@@ -193,13 +193,13 @@ def _moving_mass_and_com(state):
     return mass, total, world_centers_of_mass(settings, state)
 
 
-def center_of_mass(model: RobotModel, state: KinematicState):
+def center_of_mass(model: Model, state: KinematicState):
     """Center of mass (..., 3) of the moving bodies in the world frame [m]."""
     mass, total, com = _moving_mass_and_com(state)
     return np.einsum('b,...bi->...i', mass, com) / total
 
 
-def center_of_mass_jacobian(model: RobotModel, state: KinematicState):
+def center_of_mass_jacobian(model: Model, state: KinematicState):
     """Jacobian (..., 3, nv) of the center of mass: column k is
     ``(S_lin,k M_k + w_k x C_k) / M`` with M_k, C_k the mass and first moment moved by joint k.
     """

@@ -9,7 +9,7 @@ then one BLAS product with a constant 6x6 matrix or an elementwise pass over N n
 
 Each body is computed in its joint's z-aligned frame (:mod:`.joints`): its URDF link frame turned
 by a constant rotation that brings the joint axis onto z. A joint then is a constant placement
-(``RobotModel.joint_z_placement``) followed by its joint model's motion along z, whose effect on
+(``Model.joint_z_placement``) followed by its joint model's motion along z, whose effect on
 a spatial vector is a handful of elementwise products with ``cos q`` and ``sin q``
 (:meth:`~ros_dynamics.engine.joints.JointModel.propagate_motion`,
 :meth:`~ros_dynamics.engine.joints.JointModel.transmit_force`). Joint torques do not depend on
@@ -27,7 +27,7 @@ from .rnea import friction_torques
 from .spatial import adjoint, inverse_transform, spatial_inertia
 
 if TYPE_CHECKING:
-    from .model import RobotModel
+    from .model import Model
 
 #: States per chunk: the arrays of a chunk (one (6, 2, N) block per body) stay in the CPU
 #: caches and are reused from chunk to chunk.
@@ -70,14 +70,14 @@ class _Geometry:
         return spatial_inertia(settings.body_mass[1:], com, inertia)
 
 
-def min_states(model: RobotModel):
+def min_states(model: Model):
     """Batch size from which this beats :mod:`.rnea` (measured: 8 states of a 7-DOF arm,
     about 30 of a 32-DOF humanoid): its cost per call grows with the joints, not the states.
     """
     return 2 * model.n_moving
 
 
-def inverse_dynamics(model: RobotModel, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, *,
+def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, *,
                      friction: bool = False):
     """Torques (B, nq) for validated states ``q``, ``qd``, ``qdd`` of shape (B, nq)."""
     geometry = _Geometry(model)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -22,9 +22,6 @@ from .checks import as_finite_array
 from .exceptions import InvalidInputError, ModelError, ShapeError
 from .rotations import skew
 from .spatial import lump_inertias, spatial_inertia
-
-if TYPE_CHECKING:
-    from .model import RobotModel
 
 #: Default gravity [m/s^2] in the world frame: REP 103 puts z up; Pinocchio uses the same value.
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
@@ -139,9 +136,10 @@ class DynamicSettings:
             object.__setattr__(self, name, _frozen(value))
 
 
-def per_joint(model: RobotModel, values: Optional[PerJoint], default: np.ndarray, what: str,
+def per_joint(model, values: Optional[PerJoint], default: np.ndarray, what: str,
               limit: float) -> np.ndarray:
-    """A (nv,) array from ``values``: None (``default``), an array (nv,), or a mapping joint
+    """For ``model`` (a :class:`~ros_dynamics.engine.model.Model`), a (nv,) array from
+    ``values``: None (``default``), an array (nv,), or a mapping joint
     name -> value over ``default`` (a multi-DOF joint's value for each of its coordinates);
     finite, >= 0 and within ``limit``.
     """
@@ -159,11 +157,13 @@ def per_joint(model: RobotModel, values: Optional[PerJoint], default: np.ndarray
     return _bounded(out, what, limit, non_negative=True, shape=(model.nv,))
 
 
-def make_settings(model: RobotModel, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
+def make_settings(model, *, gravity: Sequence[float] = DEFAULT_GRAVITY,
                   rotor_inertia: Optional[PerJoint] = None, damping: Optional[PerJoint] = None,
                   coulomb: Optional[PerJoint] = None,
                   payloads: Sequence[Payload] = ()) -> DynamicSettings:
-    """Validated :class:`DynamicSettings` for ``model``: ``gravity`` (3,) [m/s^2] in the world
+    """Validated :class:`DynamicSettings` for ``model`` (a
+    :class:`~ros_dynamics.engine.model.Model`, which imports this module: it is not imported
+    back): ``gravity`` (3,) [m/s^2] in the world
     frame; ``rotor_inertia``, ``damping``, ``coulomb`` per joint (array (nv,) or mapping name ->
     value; defaults: zero rotor inertia, the URDF ``<dynamics>`` friction); ``payloads``, at most
     one per frame (a mass of 0 is no payload). Raises :class:`ModelError` or

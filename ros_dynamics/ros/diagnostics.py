@@ -20,7 +20,8 @@ COUNTERS = ('joint_states', 'dropped', 'published', 'trajectories', 'trajectorie
             'descriptions_refused', 'wrenches_rejected', 'stamps_backwards',
             'outputs_not_finite', 'requests_refused', 'callback_errors', 'odometry',
             'odometry_rejected', 'stances_unheld', 'efforts_dropped', 'observer_resets',
-            'collisions', 'wrench_estimates_singular', 'payloads_identified')
+            'collisions', 'wrench_estimates_singular', 'payloads_identified', 'stale_states',
+            'tip_outputs_decimated', 'trajectories_stopped_by_clock')
 #: The counters that make the status WARN (for the quiet period after they last grew).
 PROBLEMS = {'dropped': 'invalid joint states dropped',
             'trajectories_rejected': 'trajectories rejected',
@@ -31,7 +32,9 @@ PROBLEMS = {'dropped': 'invalid joint states dropped',
             'odometry_rejected': 'odometry rejected',
             'stances_unheld': 'contacts cannot hold the robot, gravity torques not published',
             'efforts_dropped': 'invalid efforts dropped',
-            'observer_resets': 'external-torque observer reset (stamps backwards or a gap)'}
+            'observer_resets': 'external-torque observer reset (stamps backwards or a gap)',
+            'stale_states': 'joint states older than command.max_state_age: no command '
+                            'computed from them'}
 
 
 class Diagnostics:

@@ -2,11 +2,15 @@
 
 The wiring of the node's parts. Per joint state (or at ``publish_rate``): validate, merge into
 the latest state by name (:mod:`~ros_dynamics.ros.joint_state_merger`), then one kinematics pass
-and every output read from it (:mod:`~ros_dynamics.ros.output_publisher`), stamped with the
-joint state's time. Outputs flow as soon as the joints they depend on are known: a tip's once the
-joints moving it (and the base frame) have been heard of, the whole-robot ones once any joint
-has, joints never heard of at their defaults (``initial_positions``, else 0 clamped into the
-limits); ``require_all_joints`` waits for every joint instead.
+and the outputs read from it, the torque commands first and the per-tip outputs at their own
+rate (:mod:`~ros_dynamics.ros.output_publisher`), stamped with the joint state's time. No
+command is computed from a joint state older than ``command.max_state_age`` on the node's
+clock (counted as ``stale_states``).
+
+Outputs flow as soon as the joints they depend on are known: a tip's once the joints moving it
+(and the base frame) have been heard of, the whole-robot ones once any joint has, joints never
+heard of at their defaults (``initial_positions``, else 0 clamped into the limits);
+``require_all_joints`` waits for every joint instead.
 
 Parameters are declared by :mod:`~ros_dynamics.ros.parameters` and validated by
 :mod:`~ros_dynamics.ros.settings`: validated in the parameter callback, applied afterwards as one
@@ -304,7 +308,24 @@ class DynamicsNode(Node):
         self._last_stamp = stamp
         if self._publish_rate <= 0:
             self._outputs.publish(serving, *self._base.state(serving), stamp, ready,
-                                  self._wrenches, self._player.feedforward, effort)
+                                  self._wrenches, self._player.feedforward, effort,
+                                  commands=self._fresh(stamp, serving.settings.max_state_age))
+
+    def _fresh(self, stamp, max_age):
+        """Whether a joint state stamped ``stamp`` is recent enough to command from: its age
+        on the node clock at most ``max_age`` [s] (0: no bound); a zero stamp counts as current.
+        """
+        if max_age <= 0 or (stamp.sec == 0 and stamp.nanosec == 0):
+            return True
+        now_ns = self.get_clock().now().nanoseconds
+        age = (now_ns - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
+        if age <= max_age:
+            return True
+        self.diagnostics.count('stale_states')
+        self._log.warning(f'a joint state {age:.3g} s old (older than command.max_state_age = '
+                          f'{max_age:g} s): no command computed from it; the node may be behind '
+                          'or the stamps in another clock (use_sim_time?)', cause='stale state')
+        return False
 
     def _readiness(self, serving):
         """False while nothing may be published; else per tip whether the joints it depends
@@ -337,9 +358,12 @@ class DynamicsNode(Node):
             return
         ready = self._readiness(serving)
         if ready is not False:
+            last = self._last_stamp
+            fresh = last is None or self._fresh(last, serving.settings.max_state_age)
             self._outputs.publish(serving, *self._base.state(serving),
                                   self.get_clock().now().to_msg(), ready, self._wrenches,
-                                  self._player.feedforward, self._outputs.efforts.latest)
+                                  self._player.feedforward, self._outputs.efforts.latest,
+                                  commands=fresh)
 
     def _on_wrench(self, tip, msg):
         serving = self._serving

@@ -125,10 +125,11 @@ class EffortMonitor:
         self.recorder.record(serving, merger.q, sample)
         return sample
 
-    def update(self, serving, state, sample, ready, jacobians):
+    def update(self, serving, state, sample, ready, jacobians, wrenches=True):
         """Run the observer on ``sample`` with the kinematic pass ``state`` (computed with
-        velocities) and publish: the collision signal first, then external torques and the
-        wrench estimates of the tips ``ready`` says (None: all), with the pass's tip Jacobians
+        velocities) and publish: the collision signal first, then external torques and, when
+        ``wrenches`` (the per-tip outputs are due), the wrench estimates of the tips ``ready``
+        says (None: all), with the pass's tip Jacobians
         (:class:`~ros_dynamics.ros.outputs.TipJacobians`, shared with the other outputs). A
         sample already taken (the ``publish_rate`` timer serving the same joint state again) is
         skipped.
@@ -163,7 +164,7 @@ class EffortMonitor:
         if on.external_torques:
             self._torques.publish(effort_outputs.external_torques_message(
                 model, tau_ext, sample.stamp, self._message))
-        if on.wrench_estimates:
+        if on.wrench_estimates and wrenches:
             self._publish_wrenches(current, state, tau_ext, sample.stamp, ready, jacobians)
 
     def _publish_wrenches(self, current, state, tau_ext, stamp, ready, jacobians):

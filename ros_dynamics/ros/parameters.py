@@ -149,9 +149,10 @@ PARAMETERS = (
     ParameterSpec('base_frame', '', 'Frame poses, twists and Jacobians are expressed in; '
                   'empty: the URDF root link'),
     ParameterSpec('tip_frames', [''], 'Frames whose poses (and twists, Jacobians, wrenches) '
-                  'are handled; empty: the leaf links', constraints='frames of the model'),
+                  'are handled; empty: one per end of a moving chain (see default_tips)',
+                  constraints='frames of the model'),
     ParameterSpec('max_tip_frames', 100, 'Most tip frames (each has 4 publishers and a '
-                  'subscription); a model with more leaf links needs tip_frames',
+                  'subscription); a model with more default tips needs tip_frames',
                   range=(1, 10_000)),
     ParameterSpec('command_joints', [''], 'Joint order of the Float64MultiArray effort '
                   'commands (as the ForwardCommandController joints list); empty: the model '
@@ -171,6 +172,15 @@ PARAMETERS = (
                   (0.0, 10000.0), read_only=True),
     *(ParameterSpec(f'publish.{output}', output not in OFF_BY_DEFAULT,
                     f'Publish the {output} outputs') for output in OUTPUTS),
+    ParameterSpec('tip_outputs_rate', 100.0, 'Highest rate of the per-tip outputs (poses, '
+                  'twists, Jacobians, wrench estimates), center_of_mass and momentum, on the '
+                  'joint-state stamps; the torques, commands, external torques and collision '
+                  'signal follow every joint state; 0: every joint state', 'Hz',
+                  (0.0, 100000.0)),
+    ParameterSpec('command.max_state_age', 0.1, 'Oldest joint state (node clock minus its '
+                  'stamp) the gravity and feedforward commands are computed from; an older one '
+                  'gets no command (counted as stale_states, diagnostics WARN); a zero stamp '
+                  'counts as current; 0: no bound', 's', (0.0, 3600.0)),
     ParameterSpec('markers_rate', 10.0, 'Highest rate of the rviz markers', 'Hz',
                   (0.1, 1000.0)),
     ParameterSpec('friction', False, 'Add URDF <dynamics> viscous damping and Coulomb friction '

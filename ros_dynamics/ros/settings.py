@@ -19,6 +19,7 @@ import numpy as np
 from ..engine import DynamicsError, DynamicSettings, Payload
 from ..engine.settings import LIMITS
 from .base_settings import BaseSettings, validate_base
+from .default_tips import default_tips
 from .frame_names import topic_token
 from .parameters import (  # noqa: F401
     MAX_GRAVITY,
@@ -116,6 +117,8 @@ class NodeSettings:
     outputs: OutputSwitches
     friction: bool
     markers_rate: float        # [Hz]
+    tip_outputs_rate: float    # [Hz] of the per-tip outputs; 0: every joint state
+    max_state_age: float       # [s] oldest joint state commands are computed from; 0: no bound
     require_all_joints: bool   # publish nothing before every joint was heard of
     initial_q: np.ndarray      # (nq,) positions of joints never heard of (read-only); floating
     #                            and planar joints at their neutral
@@ -158,7 +161,7 @@ def validate(values, model=None):
     if model is None:
         return None
     tips = tuple(_known_frames(model, 'tip_frames', _names(values['tip_frames']))
-                 or model.leaf_frames)
+                 or default_tips(model))
     _tip_count(tips, values)
     tokens = _tokens(tips)
     base = values['base_frame'] or model.root_link
@@ -195,6 +198,8 @@ def validate(values, model=None):
         command_index=_read_only(np.array([actuated[j] for j in command], dtype=int)),
         outputs=OutputSwitches(**{o: bool(values[f'publish.{o}']) for o in OUTPUTS}),
         friction=bool(values['friction']), markers_rate=float(values['markers_rate']),
+        tip_outputs_rate=float(values['tip_outputs_rate']),
+        max_state_age=float(values['command.max_state_age']),
         require_all_joints=bool(values['require_all_joints']),
         initial_q=_initial_q(model, initial),
         quiet_period=float(values['diagnostics.quiet_period']),

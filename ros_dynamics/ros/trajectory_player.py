@@ -18,6 +18,7 @@ class TrajectoryPlayer:
         self._diagnostics = diagnostics
         self._log = log
         self._playing = None         # (model, Trajectory, start Time, (index in q, in v))
+        self._last_now = None        # the clock when the trajectory was last sampled
 
     def stop(self):
         """Play nothing (the model was replaced)."""
@@ -44,6 +45,7 @@ class TrajectoryPlayer:
         stamp = Time.from_msg(msg.header.stamp)
         start = stamp if stamp.nanoseconds > 0 else self._clock.now()
         self._playing = (model, trajectory, start, index)
+        self._last_now = None
         self._diagnostics.count('trajectories')
 
     def feedforward(self, model, current, q):
@@ -52,7 +54,16 @@ class TrajectoryPlayer:
         if playing is None or playing[0] is not model:
             return None
         _, trajectory, start, index = playing
-        t = (self._clock.now() - start).nanoseconds * 1e-9
+        now, last = self._clock.now(), self._last_now
+        self._last_now = now
+        if last is not None and now < last:
+            # The clock went back (a simulation reset): the trajectory belongs to the past.
+            if self._playing is playing:
+                self._playing = None
+            self._diagnostics.count('trajectories_stopped_by_clock')
+            self._log.warning('the clock went back: the trajectory playing is stopped')
+            return None
+        t = (now - start).nanoseconds * 1e-9
         if t > trajectory.duration:
             if self._playing is playing:
                 self._playing = None

@@ -1,11 +1,16 @@
-"""The algorithm entry points of a :class:`~ros_dynamics.engine.model.RobotModel`.
+""":class:`RobotModel`: the robot model with the engine's algorithms as methods.
+
+The top of the engine, a thin convenience layer that no engine module imports: a
+:class:`RobotModel` is a :class:`~ros_dynamics.engine.model.Model` (the description, which
+imports no algorithm) whose methods are one-line entry points into the algorithm modules, as
+Pinocchio's ``RobotWrapper`` sits on top of its model and free functions.
 
 Each method runs one forward-kinematics pass for its arguments
 (:func:`~ros_dynamics.engine.kinematics.forward_kinematics`) and hands it to the algorithm module
-that does the work; none holds state or writes to the model. A caller who needs several results
-for one state computes the pass once (``state = model.kinematics(q, qd)``) and calls the
-modules' functions on it. Every method accepts a leading batch dimension, ``q`` of shape
-``(..., nq)``, velocities, accelerations and torques of shape ``(..., nv)``.
+that does the work; none holds state or writes to the model. A caller who needs several results for
+one state computes the pass once (``state = model.kinematics(q, qd)``) and calls the modules'
+functions on it. Every method accepts a leading batch dimension, ``q`` of shape ``(..., nq)``,
+velocities, accelerations and torques of shape ``(..., nv)``.
 """
 from __future__ import annotations
 
@@ -29,12 +34,20 @@ from . import (
     rnea_batch,
 )
 from .exceptions import ShapeError
+from .model import Model
 
 ArrayLike = Any
 
 
-class AlgorithmEntryPoints:
-    """Mixed into :class:`~ros_dynamics.engine.model.RobotModel` (see the module docstring)."""
+class RobotModel(Model):
+    """Kinematic tree of a robot, fixed or floating base, with its dynamic parameters and the
+    engine's algorithms as methods (see the module docstring and
+    :class:`~ros_dynamics.engine.model.Model` for the attributes).
+
+    Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or :meth:`from_dh`. Every
+    method taking ``q`` accepts a leading batch dimension, ``q`` of shape ``(..., nq)`` and
+    velocities of shape ``(..., nv)``.
+    """
 
     # --- configurations (:mod:`~ros_dynamics.engine.configuration`) -----------------------
 
