@@ -8,14 +8,16 @@ end: the last desired positions held, at first the first state heard), then
 
     tau = Kp (q_d - q) + Kd (qd_d - qd) + tau_ff
 
-published on ``commands`` (``std_msgs/Float64MultiArray`` in ``joints`` order: remap to a
-forward command controller's ``~/commands``). ``tau_ff`` is the latest ``feedforward``
-message if it is fresh, else the latest ``gravity`` message if that is (both
-``std_msgs/Float64MultiArray`` in ``joints`` order; fresh: younger than ``feedforward_timeout``
-by the node's clock), else zero: remap ``feedforward`` to the dynamics node's
-``feedforward_command`` (published while a trajectory plays) and ``gravity`` to its
-``gravity_command`` (published for every state) for PD + feedforward, holding the arm against
-gravity between trajectories; leave ``feedforward`` unconnected for the PD + gravity baseline.
+published on ``commands`` (``std_msgs/Float64MultiArray`` in ``joints`` order: remap to a forward
+command controller's ``~/commands``). ``tau_ff`` is the latest ``feedforward`` message if it is
+fresh (younger than ``feedforward_timeout`` by the node's clock), else the newer of the latest
+``feedforward`` and ``gravity`` messages (both ``std_msgs/Float64MultiArray`` in ``joints`` order),
+counted as ``feedforward_late``: never zero once one has come (dropping the torques that hold an arm
+up would drop the arm, as a forward command controller keeps its last command); zero before any.
+Remap ``feedforward`` to the dynamics node's ``feedforward_command`` (published while a trajectory
+plays) and ``gravity`` to its ``gravity_command`` (published for every state) for PD + feedforward,
+holding the arm against gravity between trajectories; leave ``feedforward`` unconnected for the PD +
+gravity baseline.
 Times are the node's clock (``use_sim_time`` with a simulation).
 """
 import math
@@ -117,13 +119,19 @@ class EffortController:
         self.latest[topic] = (tau, self.node.get_clock().now())
 
     def _feedforward(self, now):
-        """The fresh feedforward, else the fresh gravity torques, else zero."""
-        for topic in ('feedforward', 'gravity'):
-            if topic in self.latest:
-                tau, stamp = self.latest[topic]
-                if (now - stamp).nanoseconds * 1e-9 <= self.ff_timeout:
-                    return tau
-        return 0.0
+        """The fresh feedforward, else the newest of the feedforward and gravity torques (see
+        the module docstring), else zero.
+        """
+        if not self.latest:
+            return 0.0
+        if 'feedforward' in self.latest:
+            tau, stamp = self.latest['feedforward']
+            if (now - stamp).nanoseconds * 1e-9 <= self.ff_timeout:
+                return tau
+        newest = max(self.latest.values(), key=lambda value: value[1].nanoseconds)
+        if (now - newest[1]).nanoseconds * 1e-9 > self.ff_timeout:
+            self.counts.count('feedforward_late')
+        return newest[0]
 
     def _on_state(self, msg):
         index = {name: k for k, name in enumerate(msg.name)}

@@ -5,7 +5,9 @@ efforts the torques applied) and ``/clock``, serves its inputs until the step's 
 wall clock (``real_time_factor`` sets it), then steps with the latest command. A command arriving
 within the step's deadline is applied in that step: one step of latency at most, as a 1 kHz
 joint controller has. When the node falls behind its deadlines the simulation slows (it never
-skips or bunches steps: simulated time is what ``/clock`` says), counted as ``overruns``.
+skips or bunches steps: simulated time is what ``/clock`` says), counted as ``overruns``. With
+``lockstep_timeout``, once commanded it also waits for a command after each state (one step
+of latency, whatever the machine's load: what the tests and the demo use).
 
 Effort commands are what ros2_control's forward_command_controller takes: a
 ``std_msgs/Float64MultiArray`` on ``~/commands``, one value per joint of the ``joints``
@@ -30,7 +32,6 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from ..engine.exceptions import DynamicsError
-from ..sim.robot import TIME_STEP, SimulatedRobot
 from .guard import guarded
 from .small_node import Counts, declare, run_node
 from .throttled_log import ThrottledLog
@@ -46,19 +47,28 @@ PARAMETERS = {
     'default_damping': (0.5, 'Viscous damping of joints whose <dynamics damping> is absent or '
                              'zero [N m s/rad or N s/m]'),
     'friction': (True, "Model the URDF's <dynamics friction> as dry (Coulomb) joint friction"),
+    'urdf_dynamics': (True, "Take the joints' damping (and friction) from the URDF's "
+                            '<dynamics>; false: default_damping on every joint, no friction '
+                            '(the rigid bodies alone with default_damping 0)'),
     'real_time_factor': (1.0, 'Simulated seconds per wall-clock second (0.01 to 100)'),
     'publish_clock': (True, 'Publish simulated time on /clock (for use_sim_time)'),
     'hold_until_command': (True, 'Hold the joints still until the first valid command'),
+    'lockstep_timeout': (0.0, 'Once commanded, wait after each joint state for a command '
+                              'before stepping, at most this long on the wall clock [s], as a '
+                              'controller running every cycle would (a late command then '
+                              'slows the simulation instead of arriving steps late); when none '
+                              'comes (counted as lockstep_timeouts) the simulation runs on in '
+                              'real time until commands come again; 0: real time, no wait'),
     'payload.link': ('', 'Link carrying the payload (run time changeable, with payload.mass '
                          'and payload.com in one change)'),
     'payload.mass': (0.0, 'Payload mass, a point mass [kg]; 0: none'),
     'payload.com': ([0.0, 0.0, 0.0], 'Payload center of mass in the link frame [m]'),
 }
 READ_ONLY = ('robot_description', 'urdf_file', 'joints', 'initial_positions', 'default_damping',
-             'friction',
-             'real_time_factor', 'publish_clock', 'hold_until_command')
+             'friction', 'urdf_dynamics',
+             'real_time_factor', 'publish_clock', 'hold_until_command', 'lockstep_timeout')
 COUNTERS = ('steps', 'overruns', 'commands', 'commands_refused', 'wrenches', 'wrenches_refused',
-            'payloads_refused', 'resets', 'callback_errors')
+            'payloads_refused', 'resets', 'callback_errors', 'lockstep_timeouts')
 
 
 class SimNode:
@@ -74,6 +84,10 @@ class SimNode:
         if not (math.isfinite(self.rate) and 0.01 <= self.rate <= 100.0):
             raise ValueError(f'real_time_factor: expected 0.01 to 100, got {self.rate!r}')
         self.holding = self._param('hold_until_command')
+        self.lockstep = float(self._param('lockstep_timeout'))
+        self.commanded = False        # in lockstep: a command came since the last timeout
+        if not (math.isfinite(self.lockstep) and 0.0 <= self.lockstep <= 60.0):
+            raise ValueError(f'lockstep_timeout: expected 0 to 60 s, got {self.lockstep!r}')
         self.state_pub = node.create_publisher(JointState, 'joint_states', 10)
         self.clock_pub = (node.create_publisher(Clock, '/clock', 10)
                           if self._param('publish_clock') else None)
@@ -107,7 +121,9 @@ class SimNode:
                 raise ValueError('no robot: set robot_description or urdf_file')
             with open(path) as f:
                 text = f.read()
-        robot = SimulatedRobot(text, self._param('default_damping'), self._param('friction'))
+        from ..sim.robot import SimulatedRobot
+        robot = SimulatedRobot(text, self._param('default_damping'), self._param('friction'),
+                               self._param('urdf_dynamics'))
         joints = [j for j in self._param('joints') if j]
         if joints:
             robot.set_command_order(joints)
@@ -133,6 +149,7 @@ class SimNode:
             return
         self.counts.count('commands')
         self.holding = False
+        self.commanded = True
 
     def _on_wrench(self, msg):
         f, t = msg.wrench.force, msg.wrench.torque
@@ -226,10 +243,14 @@ def _failed(response, error):
 
 
 def run(sim, executor):
-    """Step, publish, serve inputs until the step's wall-clock deadline, forever."""
+    """Step, publish, serve inputs until the step's wall-clock deadline (and, in lockstep,
+    until a command came), forever.
+    """
+    from ..sim.robot import TIME_STEP
     period = TIME_STEP / sim.rate
     deadline = time.monotonic()
     while rclpy.ok():
+        commands = sim.counts['commands']
         sim.publish_state()
         deadline += period
         executor.spin_once(timeout_sec=0.0)
@@ -238,6 +259,15 @@ def run(sim, executor):
             if remaining <= 0.0:
                 break
             executor.spin_once(timeout_sec=remaining)
+        if sim.lockstep > 0 and sim.commanded:
+            wait_until = time.monotonic() + sim.lockstep
+            while sim.counts['commands'] == commands and rclpy.ok():
+                remaining = wait_until - time.monotonic()
+                if remaining <= 0.0:              # the controller is gone: run on
+                    sim.counts.count('lockstep_timeouts')
+                    sim.commanded = False
+                    break
+                executor.spin_once(timeout_sec=remaining)
         if time.monotonic() - deadline > period:       # behind: slow down, never bunch steps
             sim.counts.count('overruns')
             deadline = time.monotonic()
@@ -247,6 +277,13 @@ def run(sim, executor):
 
 def main(args=None):
     """Run the simulation until SIGINT; returns the exit code (1: it cannot start)."""
+    try:
+        import mujoco  # noqa: F401  -- a test dependency, not a ROS package: said plainly
+    except ImportError:
+        print('sim_node needs MuJoCo: pip install mujoco (the simulation is optional; the '
+              'dynamics node does not use it)', file=sys.stderr)
+        return 1
+
     def start(node, executor):
         sim = SimNode(node)
         node.get_logger().info(

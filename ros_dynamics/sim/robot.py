@@ -114,7 +114,7 @@ class SimulatedRobot:
     effort command's order unless another is chosen with :meth:`set_command_order`.
     """
 
-    def __init__(self, urdf_text, default_damping=0.5, friction=False):
+    def __init__(self, urdf_text, default_damping=0.5, friction=False, urdf_dynamics=True):
         if not (math.isfinite(default_damping) and 0.0 <= default_damping <= MAX_INPUT):
             raise InvalidInputError(f'default_damping: expected a finite value in [0, 1e6], '
                                     f'got {default_damping!r}')
@@ -125,6 +125,9 @@ class SimulatedRobot:
             raise UrdfError(f'MuJoCo cannot build the robot: {e}') from None
         self.model = _add_mimic_equalities(model, urdf)
         self.model.opt.timestep = TIME_STEP
+        # Semi-implicit in the velocity-dependent forces (Coriolis, damping): explicit Euler
+        # diverges on fast motions of light links (a Panda's wrist at 3 rad/s).
+        self.model.opt.integrator = int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
         self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
         self.data = mujoco.MjData(self.model)
         hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
@@ -147,7 +150,7 @@ class SimulatedRobot:
             self._qpos[name] = int(self.model.jnt_qposadr[jid])
             self._dof[name] = int(self.model.jnt_dofadr[jid])
         self.joints = [name for name in self.all_joints if name not in mimic]
-        self._set_joint_dynamics(urdf, default_damping, friction)
+        self._set_joint_dynamics(urdf, default_damping, friction, urdf_dynamics)
         self._links = self._link_frames(urdf)
         self._body_inertials = (self.model.body_mass.copy(), self.model.body_ipos.copy(),
                                 self.model.body_iquat.copy(), self.model.body_inertia.copy())
@@ -160,18 +163,25 @@ class SimulatedRobot:
 
     # -- construction -----------------------------------------------------------------------
 
-    def _set_joint_dynamics(self, urdf, default_damping, friction):
+    def _set_joint_dynamics(self, urdf, default_damping, friction, urdf_dynamics):
+        """Damping and dry friction of every joint: the URDF's ``<dynamics>`` (unless
+        ``urdf_dynamics`` is False: then ``default_damping`` everywhere and no friction).
+        """
         for joint in urdf.findall('joint'):
             name = joint.get('name')
             if name not in self._dof:
                 continue
             dynamics = joint.find('dynamics')
-            dynamics = {} if dynamics is None else dynamics.attrib
+            dynamics = {} if dynamics is None or not urdf_dynamics else dynamics.attrib
             damping = float(dynamics.get('damping', 0.0))
             dof = self._dof[name]
             self.model.dof_damping[dof] = damping if damping > 0 else default_damping
             self.model.dof_frictionloss[dof] = float(dynamics.get('friction', 0.0)) \
                 if friction else 0.0
+        # Dry friction is a soft constraint in MuJoCo; its default time constant (20 ms) lets a
+        # light joint slip under a torque below its friction: the stiffest it can be at this
+        # step (two steps) makes it hold as Coulomb friction does.
+        self.model.dof_solref[:, 0] = 2 * TIME_STEP
 
     def _link_frames(self, urdf):
         """Every URDF link's body and pose in it (links fused away sit in their parent's body)."""
