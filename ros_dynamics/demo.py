@@ -190,7 +190,8 @@ def _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedfo
         _wait(client, lambda: recorder.now >= end + 0.3, 60.0 + 10 * excursion.duration,
               f'{label}: the trajectory did not finish')
         if feedforward:
-            out['free_flags'] = [on for _, on in flags]
+            # Not the brakes' push before the first command: the tracking, from its start.
+            out['free_flags'] = [on for s, on in flags if s >= start]
             msg = WrenchStamped()
             msg.header.frame_id = tip
             msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = PUSH_TIP.tolist()
