@@ -122,3 +122,73 @@ def test_a_moving_subtree_without_mass_is_named_by_forward_dynamics():
     with pytest.raises(DynamicsError, match=r"singular; joints that move no mass or inertia: "
                                             r"\['j'\]"):
         model.forward_dynamics(q, q, q)
+
+
+def test_a_floating_base_with_massless_joints_names_them_in_a_typed_error():
+    """A humanoid-like description whose joint moves no mass, on a floating base: forward
+    dynamics names the coordinates that move nothing (was a bare ValueError from a reshape in
+    the error path, the base's six coordinates against one root joint).
+    """
+    model = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="a"><inertial><mass value="2"/><inertia ixx="0.1" ixy="0" '
+        'ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link><link name="b"/>'
+        '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>',
+        root_joint='floating')
+    q, v = model.neutral(), np.zeros(model.nv)
+    with pytest.raises(DynamicsError, match=r"joints that move no mass or inertia: \['j'\]"):
+        model.forward_dynamics(q, v, v)
+
+
+def test_mass_properties_of_huge_vertices_and_mesh_scales_are_typed_errors(tmp_path):
+    from ros_dynamics.engine import mass_properties, mesh_mass_properties
+    from ros_dynamics.engine.exceptions import InvalidInputError, MeshError
+    trimesh = pytest.importorskip('trimesh', reason='trimesh is part of make env')
+    box = trimesh.creation.box((0.1, 0.2, 0.3))
+    vertices, faces = np.asarray(box.vertices), np.asarray(box.faces)
+    assert mass_properties(vertices, faces).mass > 0
+    for scale in (1e200, 1e7):
+        with pytest.raises(InvalidInputError, match='vertices: expected finite coordinates'):
+            mass_properties(vertices * scale, faces)
+    path = tmp_path / 'box.stl'
+    box.export(path)
+    assert mesh_mass_properties(str(path)).mass > 0
+    for scale in ([1e200, 1, 1], [float('nan')] * 3, [1e7] * 3):
+        with pytest.raises(MeshError, match='mesh scale'):
+            mesh_mass_properties(str(path), scale=scale)
+
+
+ARM = open(DEMO_ARM).read()
+
+
+@pytest.mark.parametrize('old, new, element', [
+    ('<mass value="', '<mass value="1e308" x="', "<mass value="),
+    ('ixx="', 'ixx="1e308" y="', '<inertia ixx='),
+    ('xyz="0 0 0.2125"', 'xyz="1e308 0 1e308"', '<origin xyz="1e308'),
+    ('lower="', 'lower="-1e300" x="', '<limit'),
+])
+def test_extreme_finite_numbers_in_a_description_are_refused_naming_the_element(old, new,
+                                                                                  element):
+    """1e308 is finite, but a gravity torque or pose computed from it is not: every number read
+    from a description is bounded where it is read (a mass of 1e6 kg, an origin of 1e6 m).
+    """
+    xml = ARM.replace(old, new, 1)
+    assert xml != ARM
+    if element == '<limit':                               # limits may say "unlimited": 1e16
+        assert RobotModel.from_urdf_string(xml.replace('-1e300', '-1e16', 1)).nq == 6
+        xml = ARM.replace('lower="', 'lower="-1e101" x="', 1)
+    with pytest.raises(DynamicsError, match='magnitude <= ') as err:
+        RobotModel.from_urdf_string(xml)
+    assert element.split()[0] in str(err.value) and "'" in str(err.value)
+
+
+def test_a_mimic_multiplier_of_1e308_is_refused():
+    xml = ('<robot name="m"><link name="a"/><link name="b"/><link name="c"/>'
+           '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+           '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+           '<joint name="k" type="revolute"><parent link="b"/><child link="c"/>'
+           '<mimic joint="j" multiplier="1e308"/>'
+           '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    with pytest.raises(DynamicsError, match=r"joint 'k'.*<mimic multiplier=\"1e308\".*magnitude"):
+        RobotModel.from_urdf_string(xml)
+    assert RobotModel.from_urdf_string(xml.replace('1e308', '-2.5')).has_mimic

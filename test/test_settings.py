@@ -129,6 +129,7 @@ def test_frame_ids_of_any_printable_characters_up_to_256_are_kept():
     (dict(command_joints=['elbow_joint', 'ghost']), 'command_joints'),
     (dict(ik__tip_frame='nope'), 'ik.tip_frame'),
     (dict(payload__frame='nowhere', payload__mass=1.0), 'payload.frame'),
+    (dict(payload__frame='nowhere', payload__mass=0.0), 'payload.frame'),   # no mass yet
     (dict(rotor_inertia__joints=['ghost'], rotor_inertia__values=[0.1]),
      'rotor_inertia.joints'),
 ])

@@ -73,13 +73,14 @@ def _solve_with_mass_matrix(model, state, tau, f_ext_bodies):
     try:
         return np.linalg.solve(M, (tau - b)[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        raise _singular(model, model.joint_names,
+        # Per coordinate of v (a floating base's six among them), not per joint.
+        raise _singular(model, model.v_names,
                         np.diagonal(M, axis1=-2, axis2=-1) > 0) from None
 
 
 def _singular(model, names, moves_inertia):
-    """The error for a singular mass matrix, naming the joints (``names``) that move no
-    inertia (``moves_inertia``: (..., len(names)) booleans).
+    """The error for a singular mass matrix, naming the joints or coordinates (``names``) that
+    move no inertia (``moves_inertia``: (..., len(names)) booleans).
     """
     still = ~np.all(moves_inertia.reshape(-1, len(names)), axis=0)
     culprits = [n for n, s in zip(names, still) if s] or '(a combination of joints)'

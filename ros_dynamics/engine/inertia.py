@@ -24,6 +24,9 @@ from .rotations import rpy_from_matrix
 from .spatial import lump_inertias, parallel_axis
 
 DEFAULT_DENSITY = 1000.0  # [kg/m^3], water: the default when neither density nor mass is given
+#: Largest vertex coordinate, shape size or scale accepted [m] (far beyond any robot; volumes and
+#: inertias of what is within stay finite: (1e6)^5 is far below the largest float).
+MAX_LENGTH = 1e6
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,9 @@ def mass_properties(vertices: ArrayLike, faces: ArrayLike, density: Optional[flo
     if F.ndim != 2 or F.shape[1] != 3 or not np.issubdtype(F.dtype, np.integer):
         raise ShapeError(f'faces: expected integer indices of shape (m, 3), got {F.shape} '
                          f'{F.dtype}')
-    if not np.all(np.isfinite(V)):
-        raise InvalidInputError('vertices: expected finite coordinates')
+    if not np.all(np.abs(V) <= MAX_LENGTH):
+        raise InvalidInputError(f'vertices: expected finite coordinates of magnitude <= '
+                                f'{MAX_LENGTH:g} m')
     if check:
         problems = mesh_problems(F, len(V))
         if problems:

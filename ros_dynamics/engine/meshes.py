@@ -22,7 +22,7 @@ from .rotations import matrix_from_rpy
 
 #: Largest shape size, scale factor or origin coordinate accepted (far beyond any robot; their
 #: volumes and inertias stay finite).
-MAX_LENGTH = 1e6
+MAX_LENGTH = inertia.MAX_LENGTH
 
 
 def resolve_uri(uri: str, base_dir: Optional[str] = None, search_paths: Sequence[str] = ()) -> str:
@@ -69,7 +69,13 @@ def load_mesh(path: str, scale: Sequence[float] = (1.0, 1.0, 1.0)) -> tuple[np.n
         raise MeshError(f'cannot read mesh {path!r}: {err}') from None
     if not hasattr(mesh, 'faces') or len(mesh.faces) == 0:
         raise MeshError(f'mesh {path!r} holds no triangles')
-    scale = np.broadcast_to(np.asarray(scale, dtype=float), (3,))
+    try:
+        scale = np.broadcast_to(np.asarray(scale, dtype=float), (3,))
+    except (TypeError, ValueError):
+        raise MeshError(f'mesh scale: expected 1 or 3 numbers, got {scale!r:.200}') from None
+    if not np.all(np.abs(scale) <= MAX_LENGTH):
+        raise MeshError(f'mesh scale: expected finite factors of magnitude <= {MAX_LENGTH:g}, '
+                        f'got {scale.tolist()}')
     vertices = np.asarray(mesh.vertices, dtype=float) * scale
     faces = np.asarray(mesh.faces, dtype=np.int64)
     if np.prod(scale) < 0:       # a mirroring scale turns the surface inside-out

@@ -171,10 +171,10 @@ def validate(values, model=None):
                     or model.actuated_joint_names)
     actuated = {name: k for k, name in enumerate(model.actuated_joint_names)}
     active = tuple(_known_joints(model, 'ik.active_joints', _names(values['ik.active_joints'])))
-    if payload is not None and payload.mass != 0:
+    if payload is not None:                # a frame named is checked, whatever the mass
         _known_frames(model, 'payload.frame', [payload.frame])
-    else:
-        payload = None
+        if payload.mass == 0:
+            payload = None
     try:
         dynamics = model.make_settings(gravity=gravity, rotor_inertia=_rotor_inertia(model, *rotor),
                                        payloads=[payload] if payload is not None else [])
