@@ -1,0 +1,35 @@
+"""Sphinx configuration of the ros_dynamics documentation.
+
+Laid out as rosdoc2 builds ROS 2 Python packages (``rosdoc2 build --package-path .``): this
+``doc/`` folder with ``conf.py`` and the pages, Markdown through MyST, the API pages from the
+docstrings with autodoc. ``make docs`` builds it into ``doc/_build/html``; test/test_docs.py
+builds it with warnings as errors. No network: no intersphinx.
+"""
+from pathlib import Path
+import sys
+
+DOC = Path(__file__).resolve().parent
+sys.path[:0] = [str(DOC / '_ext'), str(DOC.parent)]   # the reference directives, the package
+
+project = 'ros_dynamics'
+author = 'ros_dynamics maintainers'
+copyright = 'ros_dynamics maintainers, Apache-2.0'
+release = '0.1.0'
+
+extensions = ['myst_parser', 'sphinx.ext.autodoc', 'sphinx.ext.napoleon',
+              'ros_dynamics_reference']
+source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
+root_doc = 'index'
+exclude_patterns = ['_build']
+myst_heading_anchors = 3
+# Links in the pages may point at files of the repository (benchmark results): leave them as
+# links, Sphinx does not resolve them as documents.
+suppress_warnings = ['myst.xref_missing']
+
+autodoc_member_order = 'bysource'
+autodoc_default_options = {'members': True, 'show-inheritance': True}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = True
+
+html_theme = 'alabaster'
+html_title = 'ros_dynamics'
