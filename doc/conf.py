@@ -22,9 +22,6 @@ source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 root_doc = 'index'
 exclude_patterns = ['_build']
 myst_heading_anchors = 3
-# Links in the pages may point at files of the repository (benchmark results): leave them as
-# links, Sphinx does not resolve them as documents.
-suppress_warnings = ['myst.xref_missing']
 
 autodoc_member_order = 'bysource'
 autodoc_default_options = {'members': True, 'show-inheritance': True}

@@ -39,6 +39,10 @@ def test_docs_build_with_warnings_as_errors(built):
     for page in ('index', 'installation', 'node_reference', 'engine', 'api', 'efforts',
                  'tools', 'benchmarks', 'robustness'):
         assert (built / f'{page}.html').is_file(), page
+    api = _text(built / 'api.html')
+    for path in os.listdir(os.path.join(REPO, 'ros_dynamics', 'engine')):
+        if path.endswith('.py') and path != '__init__.py':
+            assert f'ros_dynamics.engine.{path[:-3]}' in api, path
 
 
 def test_node_reference_lists_every_parameter_with_its_range(built):
@@ -78,6 +82,21 @@ def test_a_topic_missing_from_the_reference_fails_the_build(tmp_path):
     assert 'gravity_torques is declared in ros_dynamics/ros/output_publisher.py but not ' \
            'described' in result.stderr, result.stderr
     assert 'made_up is described in the node reference but declared nowhere' in result.stderr
+
+
+@pytest.mark.parametrize('page', ['README.md', 'doc/efforts.md'])
+def test_python_examples_run(page):
+    """The self-contained engine examples (demo arm, no placeholders) run as written."""
+    with open(os.path.join(REPO, page), encoding='utf-8') as f:
+        blocks = re.findall(r'```python\n(.*?)```', f.read(), re.S)
+    assert blocks, page
+    for block in blocks:
+        cwd = os.getcwd()
+        os.chdir(REPO)                  # the examples name the demo arm relative to the checkout
+        try:
+            exec(compile(block, page, 'exec'), {})
+        finally:
+            os.chdir(cwd)
 
 
 def test_readme_is_a_front_page_linking_the_docs():

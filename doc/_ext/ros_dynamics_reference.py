@@ -3,6 +3,9 @@
 ``ros-parameters``: one table row per :class:`~ros_dynamics.ros.parameters.ParameterSpec` of
 :data:`~ros_dynamics.ros.parameters.PARAMETERS` (name, type, default, unit, range, description).
 
+``engine-modules`` (reStructuredText pages only): an autodoc section per module of
+``ros_dynamics/engine``, so a new module has its API page without anyone adding it.
+
 ``ros-interfaces``: every topic and service the node's code declares, found by reading the
 ``ros_dynamics/ros`` sources (``create_publisher`` / ``create_subscription`` / ``create_service``
 and the package's own publisher helpers, with the message type each is given). The directive's
@@ -19,7 +22,8 @@ from docutils.parsers.rst import Directive, directives
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
-ROS_DIR = Path(__file__).resolve().parents[2] / 'ros_dynamics' / 'ros'
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / 'ros_dynamics'
+ROS_DIR = PACKAGE_DIR / 'ros'
 #: Calls that declare a topic or service: function name -> direction.
 DECLARING_CALLS = {'create_publisher': 'out', 'output_publisher': 'out', 'publisher': 'out',
                    'create_subscription': 'in', 'create_service': 'service'}
@@ -175,8 +179,24 @@ class InterfacesDirective(Directive):
         return [_table(header, rows, widths)]
 
 
+class EngineModulesDirective(Directive):
+    """A section with ``automodule`` per engine module, in file-name order."""
+
+    def run(self):
+        """Insert the sections into the page being read."""
+        lines = []
+        for path in sorted((PACKAGE_DIR / 'engine').glob('*.py')):
+            if path.stem != '__init__':
+                title = f'``ros_dynamics.engine.{path.stem}``'
+                lines += [title, '-' * len(title), '',
+                          f'.. automodule:: ros_dynamics.engine.{path.stem}', '']
+        self.state_machine.insert_input(lines, str(PACKAGE_DIR / 'engine'))
+        return []
+
+
 def setup(app):
     """Register the directives with Sphinx."""
     app.add_directive('ros-parameters', ParametersDirective)
     app.add_directive('ros-interfaces', InterfacesDirective)
+    app.add_directive('engine-modules', EngineModulesDirective)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}
