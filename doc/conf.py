@@ -4,12 +4,20 @@ Laid out as rosdoc2 builds ROS 2 Python packages (``rosdoc2 build --package-path
 ``doc/`` folder with ``conf.py`` and the pages, Markdown through MyST, the API pages from the
 docstrings with autodoc. ``make docs`` builds it into ``doc/_build/html``; test/test_docs.py
 builds it with warnings as errors. No network: no intersphinx.
+
+rosdoc2 (``rosdoc2.yaml`` at the package root names this folder as ``sphinx_sourcedir``) copies
+the folder into a directory of its own and runs this file from a wrapping ``conf.py`` there, so
+paths below are taken from ``__file__`` of that copy; the package itself comes from its Python
+path. It keeps only the extensions it knows unless ``allow_other_extensions`` is set, hence
+``rosdoc2_settings`` (plain Sphinx ignores it).
 """
 from pathlib import Path
 import sys
 
 DOC = Path(__file__).resolve().parent
 sys.path[:0] = [str(DOC / '_ext'), str(DOC.parent)]   # the reference directives, the package
+
+rosdoc2_settings = {'allow_other_extensions': True}
 
 project = 'ros_dynamics'
 author = 'ros_dynamics maintainers'

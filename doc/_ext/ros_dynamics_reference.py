@@ -21,8 +21,13 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 from sphinx.util import logging
 
+import ros_dynamics
+
 LOG = logging.getLogger(__name__)
-PACKAGE_DIR = Path(__file__).resolve().parents[2] / 'ros_dynamics'
+
+# The sources of the package imported (the checkout; under rosdoc2, which builds a copy of doc/
+# elsewhere, the package on its Python path).
+PACKAGE_DIR = Path(ros_dynamics.__file__).resolve().parent
 ROS_DIR = PACKAGE_DIR / 'ros'
 #: Calls that declare a topic or service: function name -> direction.
 DECLARING_CALLS = {'create_publisher': 'out', 'output_publisher': 'out', 'publisher': 'out',
