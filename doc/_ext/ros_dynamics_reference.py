@@ -71,8 +71,7 @@ def _type_name(value):
         return 'double'
     if isinstance(value, str):
         return 'string'
-    element = _type_name(value[0])
-    return f'{element}[{len(value)}]' if element == 'double' and any(value) else f'{element}[]'
+    return _type_name(value[0]) + '[]'       # its length, where fixed, is in the constraints
 
 
 def _value(value):
