@@ -4,10 +4,11 @@
 SHELL := /bin/bash
 RUN := source .ci/activate.sh &&
 
-.PHONY: help env test demo bench soak memory lint clean
+.PHONY: help env test demo docs bench soak memory lint clean
 help:
 	@echo "make demo [URDF=path/to/robot.urdf]   run the nodes on the demo arm (or your robot)"
 	@echo "make test                             run every test"
+	@echo "make docs                             build the documentation into doc/_build/html"
 	@echo "make bench                            run the benchmark suite against peers"
 	@echo "make soak                             10 minutes of 1 kHz joint states, 1 % bad"
 	@echo "make memory                           the node's memory after huge inputs, both ways"
@@ -21,6 +22,12 @@ test: env
 
 demo: env
 	$(RUN) python -m ros_dynamics.demo $(if $(URDF),--urdf "$(URDF)") $(DEMO_ARGS)
+
+# The documentation (doc/, Sphinx + MyST, as rosdoc2 builds it) as HTML in doc/_build/html,
+# warnings as errors; make test builds it too (test/test_docs.py). No network needed.
+docs: env
+	$(RUN) python -m sphinx -W --keep-going -q -b html doc doc/_build/html
+	@echo "open doc/_build/html/index.html"
 
 # Benchmarks against the peers (installed into .venv on first use); writes benchmarks/results/.
 bench: env .venv/.bench_requirements
@@ -44,7 +51,7 @@ memory: env
 	touch $@
 
 lint: env
-	$(RUN) ruff check --config .ci/ruff.toml ros_dynamics test benchmarks launch
+	$(RUN) ruff check --config .ci/ruff.toml ros_dynamics test benchmarks launch doc
 
 clean:
-	rm -rf .venv build install log
+	rm -rf .venv build install log doc/_build

@@ -6,7 +6,8 @@ With rmw_fastrtps every client of a service reads the replies to all of them, so
 reply queue has the default depth (10) loses replies whenever it cannot take them as fast as the
 server sends them to everyone (ten clients on one executor, or a process kept off the CPU by
 the others on a 2-core machine: 7 of 10 answers seen once). The clients here use the node's own
-service QoS (depth 1000), as the README advises; the server answers every request either way.
+service QoS (depth 1000), as doc/node_reference.md advises; the server answers every request
+either way.
 """
 import os
 import subprocess

@@ -220,8 +220,8 @@ def test_seed_tables_are_built_for_the_default_tip_and_for_requested_tips(setup)
 
 
 def test_ik_parameters_set_on_the_dynamics_node_reach_the_services(setup):
-    """ik.* are parameters of the dynamics node (as the README says); validated there, they
-    become the services' defaults.
+    """ik.* are parameters of the dynamics node (as doc/node_reference.md says); validated
+    there, they become the services' defaults.
     """
     node, ik, _, _ = setup
     params = node.create_client(SetParameters, f'/{NS}/ros_dynamics/set_parameters')

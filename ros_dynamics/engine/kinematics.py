@@ -130,6 +130,7 @@ class KinematicState:
       one-DOF moving joint, mimics included; T_world_body (..., n_bodies, 4, 4), the pose of
       every body (body 0 = the fixed base, or the world under a root joint); S_world (...,
       n_dof, 6), the motion subspace of every degree of freedom as a spatial vector in world.
+
     With qd (..., nv): qd_joint (..., n_dof), the rate of every degree of freedom, and
     V_world_body (..., n_bodies, 6) spatial velocities; with qd and qdd: A_world_body (...,
     n_bodies, 6) spatial accelerations (gravity not included).
