@@ -30,6 +30,8 @@ setup(
     entry_points={
         'console_scripts': [
             'dynamics_node = ros_dynamics.ros.main:main',
+            'sim_node = ros_dynamics.ros.sim_node:main',
+            'effort_controller = ros_dynamics.ros.effort_controller:main',
             'demo = ros_dynamics.demo:main',
             'ros-dynamics-inertia = ros_dynamics.inertia_tool:main',
             'ros-dynamics-identify = ros_dynamics.identify_tool:main',

@@ -1,12 +1,18 @@
-"""The demo: the dynamics node on the bundled demo arm (or your URDF), driven live.
+"""The demo: the dynamics node closing control loops on a simulated robot it did not compute.
 
-Starts ``dynamics_node`` as its own process and plays a planner and a robot: it sends a
-trajectory on ``joint_trajectory`` (as to a joint_trajectory_controller) and publishes
-``joint_states`` that follow it. The terminal shows what the node publishes back (tool pose,
-gravity and feedforward torques, output rate, latency) and an IK round trip through
-``~/solve_ik``; at the end the node is stopped and a PNG plot of the feedforward and gravity
-torques along the trajectory is written. ``python -m ros_dynamics.demo --help`` lists the
-options; ``make demo`` runs it.
+On the bundled demo arm (or ``--urdf``), each phase its own processes in its own namespace:
+``sim_node`` (MuJoCo, 1 kHz of simulated time, in lockstep with its commands), ``dynamics_node``
+and, for tracking, ``effort_controller`` (:mod:`ros_dynamics.closed_loop`):
+
+1. *hold*: the node's ``gravity_command`` alone drives the robot from a random configuration;
+2. *track*: a 5 s trajectory near the joint limits on ``joint_trajectory``, tracked by PD + the
+   node's ``feedforward_command``, then one 20 N push on the tip for 0.4 s while it holds;
+3. *baseline*: the same trajectory and gains, PD + ``gravity_command`` only.
+
+Printed: the hold drift, the tracking errors and their ratio, the push as the node estimated
+it (``wrench_estimates/<tip>``) against the one applied, and how soon ``collision`` rose.
+Written: ``<output>/closed_loop.png`` (tracking errors; estimated and applied push).
+``python -m ros_dynamics.demo --help`` lists the options; ``make demo`` runs it.
 """
 import argparse
 import os
@@ -18,7 +24,14 @@ import time
 
 import numpy as np
 
+from . import closed_loop as loop
+
 DEMO_URDF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'robots', 'demo_arm.urdf')
+#: Simulated seconds per wall second at most (the node computes every output at 1 kHz of
+#: simulated time; half of real time leaves a loaded machine room).
+REAL_TIME_FACTOR = 0.5
+#: The push: 20 N in the tip's axes.
+PUSH_TIP = np.array([12.0, -16.0, 0.0])
 
 
 def find_node_executable(name='dynamics_node'):
@@ -39,203 +52,222 @@ def find_node_executable(name='dynamics_node'):
     raise SystemExit(f'demo: cannot find the {name} executable (run `make env` first)')
 
 
-def demo_motion(model, t):
-    """A smooth motion inside the joint limits at time t [s]: positions, velocities and
-    accelerations (nq,) [rad, rad/s, rad/s^2 or m, m/s, m/s^2].
-    """
-    lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
-    hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
-    mid, half = 0.5 * (lo + hi), 0.25 * np.minimum(hi - lo, 2 * np.pi)
-    phase = np.arange(model.nq)
-    omega = 0.8 * (1 + 0.15 * phase)
-    angle = omega * t + phase
-    return (mid + half * np.sin(angle), half * omega * np.cos(angle),
-            -half * omega ** 2 * np.sin(angle))
-
-
-def demo_trajectory(model, duration, step=0.1):
-    """The demo motion as a trajectory_msgs/JointTrajectory with velocities and accelerations."""
-    from builtin_interfaces.msg import Duration
-    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-    msg = JointTrajectory()
-    msg.joint_names = list(model.joint_names)
-    for t in np.arange(0.0, duration + 1e-9, step):
-        q, qd, qdd = demo_motion(model, t)
-        msg.points.append(JointTrajectoryPoint(
-            positions=q.tolist(), velocities=qd.tolist(), accelerations=qdd.tolist(),
-            time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)))))
-    return msg
-
-
 def parse_args(argv):
     """Command-line options of the demo."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--urdf', default=DEMO_URDF, help='URDF file (default: the demo arm)')
-    parser.add_argument('--duration', type=float, default=8.0, help='run time [s]')
-    parser.add_argument('--rate', type=float, default=100.0, help='joint state rate [Hz]')
+    parser.add_argument('--tip', default='', help='tip frame (default: the first default tip)')
+    parser.add_argument('--hold', type=float, default=3.0, help='hold phase [s of sim time]')
+    parser.add_argument('--duration', type=float, default=5.0, help='trajectory [s]')
     parser.add_argument('--output', default='demo_output', help='folder of the PNG plot')
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    """Run the demo; returns 0 when the node answered, 1 otherwise."""
-    args = parse_args(argv)
-    from geometry_msgs.msg import PoseStamped
+class Phase:
+    """Processes of one phase, their logs in ``folder``; stopped with SIGINT on exit."""
+
+    def __init__(self, folder, *specs):
+        self.procs = []
+        for label, name, *args in specs:
+            log = open(os.path.join(folder, f'{label}.log'), 'w')
+            self.procs.append((label, subprocess.Popen(
+                [find_node_executable(name), '--ros-args', *args], stdout=log,
+                stderr=subprocess.STDOUT), log))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        for _, proc, _ in self.procs:
+            proc.send_signal(signal.SIGINT)
+        for _, proc, log in self.procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+
+
+def spin_until(node, predicate, timeout):
+    """Spin ``node`` until ``predicate()`` or ``timeout`` [s]; returns ``predicate()``."""
     import rclpy
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not predicate():
+        rclpy.spin_once(node, timeout_sec=0.02)
+    return predicate()
+
+
+def main(argv=None):
+    """Run the demo; returns 0 when every phase ran, 1 otherwise."""
+    args = parse_args(argv)
+    import rclpy
 
     from .engine import RobotModel
+    from .ros.default_tips import default_tips
 
-    model = RobotModel.from_urdf_file(args.urdf)
-    print(f'[demo] {model.name}: {model.nq} joints {list(model.joint_names)}')
-    node = subprocess.Popen([find_node_executable(), '--ros-args', '-p',
-                             f'urdf_file:={os.path.abspath(args.urdf)}'])
+    urdf = os.path.abspath(args.urdf)
+    model = RobotModel.from_urdf_file(urdf)
+    tip = args.tip or default_tips(model)[0]
+    joints = list(model.actuated_joint_names)
+    rng = np.random.default_rng(7)
+    q0 = loop.random_configuration(model, joints, rng, margin=0.5)
+    excursion = loop.excursion_near_limits(model, joints, q0, fraction=0.6)
+    kp, kd = loop.gains(model, joints, q0)
+    os.makedirs(args.output, exist_ok=True)
+    print(f'[demo] {model.name}: {len(joints)} joints, tip {tip}; MuJoCo simulation, '
+          f'logs in {args.output}/', flush=True)
     rclpy.init()
     client = rclpy.create_node('ros_dynamics_demo')
-    sent, log, poses, feedforward, planned = {}, [], {}, [], []
-
-    def on_torques(msg):
-        key = (msg.header.stamp.sec, msg.header.stamp.nanosec)
-        if key in sent:
-            t, q = sent.pop(key)
-            log.append((t, time.monotonic() - t, q, np.array(msg.effort)))
-
-    client.create_subscription(JointState, 'gravity_torques', on_torques, 50)
-    client.create_subscription(Float64MultiArray, 'feedforward_command',
-                               lambda m: feedforward.append(np.array(m.data)), 50)
-    client.create_subscription(JointTrajectory, 'feedforward_trajectory', planned.append, 5)
-    parents = set(model.frame_parent.values())
-    tips = [f for f in model.frame_names if f not in parents]
-    for frame in tips:
-        client.create_subscription(PoseStamped, f'poses/{frame}',
-                                   lambda m, f=frame: poses.__setitem__(f, m), 10)
-    pub = client.create_publisher(JointState, 'joint_states', 10)
-    traj_pub = client.create_publisher(JointTrajectory, 'joint_trajectory', 10)
-    ik_report = []
     try:
-        _wait_for_node(client, pub, model, timeout=15.0)
-        trajectory = demo_trajectory(model, args.duration)
-        trajectory.header.stamp = client.get_clock().now().to_msg()
-        traj_pub.publish(trajectory)
-        t0 = time.monotonic()
-        next_send, last_print, ik_done = t0, 0.0, False
-        while time.monotonic() - t0 < args.duration:
-            now = time.monotonic()
-            if now >= next_send:
-                q, qd, _ = demo_motion(model, now - t0)
-                msg = JointState()
-                msg.header.stamp = client.get_clock().now().to_msg()
-                msg.name = list(model.joint_names)
-                msg.position, msg.velocity = q.tolist(), qd.tolist()
-                sent[(msg.header.stamp.sec, msg.header.stamp.nanosec)] = (now, q)
-                pub.publish(msg)
-                next_send += 1.0 / args.rate
-            rclpy.spin_once(client, timeout_sec=0.002)
-            if not ik_done and now - t0 > 0.5 * args.duration and tips:
-                ik_done = True
-                ik_report = _ik_round_trip(client, model, tips[0], now - t0)
-            if now - last_print >= 1.0 and log:
-                last_print = now
-                _print_status(tips, poses, log, feedforward, now - t0, sent_count(sent, log))
-    except KeyboardInterrupt:
-        print('[demo] interrupted', flush=True)
+        hold = _hold(client, args, urdf, joints, tip, q0)
+        tracked = _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, True)
+        baseline = _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, False)
+    except TimeoutError as err:
+        print(f'[demo] {err}; see the logs in {args.output}/')
+        return 1
     finally:
-        node.send_signal(signal.SIGINT)
-        try:
-            node.wait(10)
-        except subprocess.TimeoutExpired:
-            node.kill()
         client.destroy_node()
         rclpy.try_shutdown()
-    for line in ik_report:
-        print(line)
-    if not log:
-        print('[demo] the node did not answer')
-        return 1
-    latencies = np.array([entry[1] for entry in log]) * 1e3
-    print(f'[demo] {sent_count(sent, log)} joint states sent, {len(log)} answered; latency '
-          f'p50 {np.median(latencies):.2f} ms, p99 {np.percentile(latencies, 99):.2f} ms; '
-          f'{len(feedforward)} feedforward commands')
-    expected = model.gravity_torques(log[-1][2])
-    print(f'[demo] last gravity torques match the engine to '
-          f'{np.abs(log[-1][3] - expected).max():.1e} N m')
-    path = _plot(model, log, planned, args.output)
+    _summary(model, tip, hold, tracked, baseline)
+    path = _plot(model, tip, tracked, baseline, args.output)
     if path:
-        print(f'[demo] plot of the feedforward and gravity torques: {path}')
+        print(f'[demo] plot of the tracking errors and of the push: {path}')
     return 0
 
 
-def _wait_for_node(client, pub, model, timeout):
-    """Publish the start state until the node answers (it may still be starting)."""
-    import rclpy
-    from sensor_msgs.msg import JointState
-    got = []
-    sub = client.create_subscription(JointState, 'gravity_torques', got.append, 10)
-    end = time.monotonic() + timeout
-    q = demo_motion(model, 0.0)[0]
-    while not got and time.monotonic() < end:
-        pub.publish(JointState(name=list(model.joint_names), position=q.tolist()))
-        rclpy.spin_once(client, timeout_sec=0.05)
-    client.destroy_subscription(sub)
-    if not got:
-        raise SystemExit('[demo] the node did not start answering')
+def _hold(client, args, urdf, joints, tip, q0):
+    """Worst joint drift [rad] over ``args.hold`` s with gravity_command alone."""
+    ns = 'demo_hold'
+    recorder = loop.StateRecorder(client, ns, joints)
+    with Phase(args.output,
+               ('hold_sim', 'sim_node', *loop.sim_args(ns, urdf, joints, q0, REAL_TIME_FACTOR)),
+               ('hold_dynamics', 'dynamics_node', *loop.dynamics_args(
+                   ns, urdf, joints, tip, 'gravity_command:=sim/commands'))):
+        _wait(client, lambda: recorder.first_commanded() is not None, 60.0, 'no command came')
+        start = recorder.first_commanded()
+        _wait(client, lambda: recorder.now >= start + args.hold, 30.0 + 10 * args.hold,
+              'the hold did not finish')
+    _, q, _, _ = recorder.arrays(start, start + args.hold)
+    drift = float(np.max(np.abs(q - q0)))
+    print(f'[demo] hold: gravity_command alone, worst joint drift {drift * 1e3:.3f} mrad over '
+          f'{args.hold:g} s', flush=True)
+    return drift
 
 
-def _ik_round_trip(client, model, tip, t):
-    """Ask ~/solve_ik for the pose the tip will have 1.5 s after t (the node seeds the search
-    with the current joint state); report the result.
+def _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedforward):
+    """Tracking (and, with ``feedforward``, the push): a dict of what was measured."""
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import Bool
+    from trajectory_msgs.msg import JointTrajectory
+    label = 'track' if feedforward else 'baseline'
+    ns = f'demo_{label}'
+    excursion.duration = args.duration
+    recorder = loop.StateRecorder(client, ns, joints)
+    estimates, flags = [], []
+    client.create_subscription(WrenchStamped, f'/{ns}/wrench_estimates/{tip}',
+                               estimates.append, 1000)
+    client.create_subscription(Bool, f'/{ns}/collision', lambda m: flags.append(
+        (recorder.now, m.data)), 10)
+    trajectory = client.create_publisher(JointTrajectory, f'/{ns}/joint_trajectory', 10)
+    push = client.create_publisher(WrenchStamped, f'/{ns}/sim/wrench', 10)
+    out = {}
+    with Phase(args.output,
+               (f'{label}_sim', 'sim_node', *loop.sim_args(ns, urdf, joints, q0,
+                                                            REAL_TIME_FACTOR, *loop.RIGID)),
+               (f'{label}_dynamics', 'dynamics_node', *loop.dynamics_args(
+                   ns, urdf, joints, tip, parameters=(
+                       'observer.gain:=300.0', 'collision.threshold:=4.0'))),
+               (f'{label}_controller', 'effort_controller',
+                *loop.controller_args(ns, joints, kp, kd, feedforward))):
+        _wait(client, lambda: recorder.first_commanded() is not None, 60.0,
+              f'{label}: the controller never commanded')
+        _wait(client, lambda: trajectory.get_subscription_count() >= 2 and
+              push.get_subscription_count() >= 1, 30.0,
+              f'{label}: the controller or the node does not listen')
+        start = recorder.now + 1.0
+        trajectory.publish(excursion.message(joints, start))
+        end = start + excursion.duration
+        _wait(client, lambda: recorder.now >= end + 0.3, 60.0 + 10 * excursion.duration,
+              f'{label}: the trajectory did not finish')
+        if feedforward:
+            # Not the brakes' push before the first command: the tracking, from its start.
+            out['free_flags'] = [on for s, on in flags if s >= start]
+            msg = WrenchStamped()
+            msg.header.frame_id = tip
+            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = PUSH_TIP.tolist()
+            out['push_at'] = recorder.now
+            push.publish(msg)
+            _wait(client, lambda: recorder.now >= out['push_at'] + 0.4, 30.0, 'push: no time')
+            push.publish(WrenchStamped(header=msg.header))
+            _wait(client, lambda: recorder.now >= out['push_at'] + 0.6, 30.0, 'push: no time')
+    t, q, _, _ = recorder.arrays(start, end)
+    q_d, _, _ = excursion(t - start)
+    out.update(t=t - start, error=np.linalg.norm(q - q_d, axis=1),
+               rms=float(np.sqrt(np.mean((q - q_d) ** 2))), estimates=estimates, flags=flags,
+               recorder=recorder)
+    print(f'[demo] {label}: PD + {"feedforward_command" if feedforward else "gravity_command"},'
+          f' RMS tracking error {out["rms"] * 1e3:.2f} mrad', flush=True)
+    return out
+
+
+def _wait(client, predicate, timeout, what):
+    if not spin_until(client, predicate, timeout):
+        raise TimeoutError(what)
+
+
+def _push_figures(model, tip, tracked):
+    """``(times, estimated forces, applied force, force error, direction error [deg], flag
+    delay [s])`` of the push, in the world (= base) frame.
     """
-    import rclpy
-    try:
-        from ros_dynamics_interfaces.srv import SolveIK
-    except ImportError:
-        return ['[demo] IK round trip skipped: ros_dynamics_interfaces is not built']
-    from .ros.conversions import pose_from_matrix
-    ik = client.create_client(SolveIK, '/ros_dynamics/solve_ik')
-    if not ik.wait_for_service(timeout_sec=2.0):
-        return ['[demo] IK round trip: the service is not available']
-    q_true = demo_motion(model, t + 1.5)[0]
-    request = SolveIK.Request()
-    request.tip_frame = tip
-    pose_from_matrix(model.frame_pose(q_true, tip), request.target.pose)
-    started = time.monotonic()
-    future = ik.call_async(request)
-    while not future.done() and time.monotonic() - started < 5.0:
-        rclpy.spin_once(client, timeout_sec=0.01)
-    if not future.done():
-        return ['[demo] IK round trip: no answer']
-    res = future.result()
-    q = np.array(res.solution.position)
-    err = np.linalg.norm(model.frame_pose(q, tip)[:3, 3] - model.frame_pose(q_true, tip)[:3, 3]) \
-        if len(q) == model.nq else float('nan')
-    return [f'[demo] IK round trip for {tip}: success={res.success} ({res.message}); '
-            f'{(time.monotonic() - started) * 1e3:.1f} ms; FK of the answer is {err:.1e} m from '
-            'the target']
+    joints = tracked['recorder'].joints
+    t, q, _, _ = tracked['recorder'].arrays()
+    at = tracked['push_at']
+    stamps = np.array([m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec
+                       for m in tracked['estimates']])
+
+    def applied_at(s):        # the push is held in the tip's axes: in the world, as it turns
+        k = min(int(np.searchsorted(t, s)), len(q) - 1)
+        return model.frame_pose(loop.model_q(model, joints, q[k]), tip)[:3, :3] @ PUSH_TIP
+
+    applied = applied_at(at + 0.2)
+    forces = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z]
+                       for m in tracked['estimates']])
+    late = np.flatnonzero(stamps >= at + 0.2)
+    if not late.size:
+        return stamps - at, forces, applied, None, None, None
+    f, applied = forces[late[0]], applied_at(stamps[late[0]])
+    error = float(np.linalg.norm(f - applied) / np.linalg.norm(applied))
+    angle = float(np.degrees(np.arccos(np.clip(f @ applied / np.linalg.norm(f) /
+                                               np.linalg.norm(applied), -1, 1))))
+    rises = [s for s, on in tracked['flags'] if on and s >= at]
+    delay = rises[0] - at if rises else None
+    return stamps - at, forces, applied, error, angle, delay
 
 
-def sent_count(sent, log):
-    """Joint states sent so far: those still unanswered plus those answered."""
-    return len(sent) + len(log)
+def _summary(model, tip, hold, tracked, baseline):
+    _, _, applied, error, angle, delay = _push_figures(model, tip, tracked)
+    ratio = tracked['rms'] / baseline['rms']
+    lines = [
+        f'hold drift (gravity_command alone)      {hold * 1e3:9.3f} mrad   (goal <= 1 mrad '
+        'over 10 s)',
+        f'tracking RMS, PD + feedforward_command  {tracked["rms"] * 1e3:9.2f} mrad',
+        f'tracking RMS, PD + gravity_command      {baseline["rms"] * 1e3:9.2f} mrad   ratio '
+        f'{ratio:.3f} (goal <= 0.2)',
+        f'push of {np.linalg.norm(applied):.0f} N, estimated after 200 ms  '
+        + (f'{100 * error:9.2f} % in force, {angle:.2f} deg (goals 5 %, 3 deg)'
+           if error is not None else 'no estimate'),
+        'collision flag seen by this client     '
+        + (f'{1e3 * delay:9.0f} ms after the push (the node flags within 1-3 ms of simulated '
+           'time; this includes the topic and the recorder)' if delay is not None
+           else 'not seen'),
+        f'collision flags in free tracking       {sum(tracked["free_flags"]):9d}',
+    ]
+    print('[demo] ---- summary ----')
+    for line in lines:
+        print(f'[demo] {line}')
 
 
-def _print_status(tips, poses, log, feedforward, elapsed, sent):
-    """One whole line per second (readable in a terminal and in a log file)."""
-    t_sent, latency, _, tau = log[-1]
-    recent = [e for e in log if e[0] > t_sent - 1.0]
-    parts = [f'[demo] t={elapsed:5.1f}s', f'sent={sent}', f'answered={len(log)}',
-             f'rate={len(recent):4d}/s', f'lat={latency * 1e3:5.2f}ms']
-    if tips and tips[0] in poses:
-        p = poses[tips[0]].pose.position
-        parts.append(f'{tips[0]}=({p.x:+.3f},{p.y:+.3f},{p.z:+.3f})m')
-    parts.append('tau_g=[' + ' '.join(f'{x:+6.1f}' for x in tau[:7]) + ']')
-    if feedforward:
-        parts.append('tau_ff=[' + ' '.join(f'{x:+6.1f}' for x in feedforward[-1][:7]) + '] Nm')
-    print('  '.join(parts), flush=True)
-
-
-def _plot(model, log, planned, folder):
+def _plot(model, tip, tracked, baseline, folder):
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -243,29 +275,28 @@ def _plot(model, log, planned, folder):
     except ImportError:
         print('[demo] matplotlib is not installed: no plot')
         return None
-    os.makedirs(folder, exist_ok=True)
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7), dpi=110, sharex=True)
-    if planned:
-        traj = planned[-1]
-        t = np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9
-                      for p in traj.points])
-        effort = np.array([list(p.effort) for p in traj.points])
-        for i, name in enumerate(traj.joint_names):
-            axes[0].plot(t, effort[:, i], label=name)
-        axes[0].set_title(f'{model.name}: inverse-dynamics feedforward along the trajectory '
-                          '(feedforward_trajectory)')
-    t = np.array([e[0] for e in log]) - log[0][0]
-    tau = np.array([e[3] for e in log])
-    for i, name in enumerate(model.joint_names):
-        axes[1].plot(t, tau[:, i], label=name)
-    axes[1].set_title('gravity torques answering the joint states (gravity_torques)')
-    axes[1].set_xlabel('time [s]')
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), dpi=110)
+    for data, name in ((tracked, 'PD + feedforward_command'), (baseline, 'PD + gravity only')):
+        axes[0].semilogy(data['t'], np.maximum(data['error'], 1e-7) * 1e3, label=name)
+    axes[0].set_title(f'{model.name}: tracking error |q - q_d| on the simulated robot')
+    axes[0].set_xlabel('time into the trajectory [s]')
+    axes[0].set_ylabel('[mrad]')
+    t, forces, applied, *_ = _push_figures(model, tip, tracked)
+    for i, axis in enumerate('xyz'):
+        line, = axes[1].plot(t * 1e3, forces[:, i] if len(forces) else [], label=f'estimated '
+                             f'f{axis}')
+        axes[1].axhline(applied[i], color=line.get_color(), linestyle='--', linewidth=0.8)
+    axes[1].axvspan(0, 400, color='0.9')
+    axes[1].set_xlim(-200, 600)
+    axes[1].set_title(f'push on {tip}: wrench_estimates/{tip} (lines) and the force applied '
+                      'at 200 ms (dashed; grey: while applied)', fontsize=9)
+    axes[1].set_xlabel('time from the push [ms]')
+    axes[1].set_ylabel('[N]')
     for ax in axes:
-        ax.set_ylabel('torque [N m]')
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, ncol=3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
-    path = os.path.join(folder, 'torques.png')
+    path = os.path.join(folder, 'closed_loop.png')
     fig.savefig(path)
     plt.close(fig)
     return path

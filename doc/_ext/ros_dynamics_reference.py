@@ -29,6 +29,9 @@ LOG = logging.getLogger(__name__)
 # elsewhere, the package on its Python path).
 PACKAGE_DIR = Path(ros_dynamics.__file__).resolve().parent
 ROS_DIR = PACKAGE_DIR / 'ros'
+#: Modules of the other nodes (the simulated robot and the effort controller beside it, in
+#: doc/simulation.md): their topics are not the dynamics node's.
+OTHER_NODES = ('sim_node.py', 'effort_controller.py', 'small_node.py')
 #: Calls that declare a topic or service: function name -> direction.
 DECLARING_CALLS = {'create_publisher': 'out', 'output_publisher': 'out', 'publisher': 'out',
                    'create_subscription': 'in', 'create_service': 'service'}
@@ -132,6 +135,8 @@ def declared_interfaces(ros_dir=ROS_DIR):
     """``{name: (type, direction, module)}`` of every topic and service the node declares."""
     found = {}
     for path in sorted(ros_dir.glob('*.py')):
+        if path.name in OTHER_NODES:
+            continue
         tree = ast.parse(path.read_text(encoding='utf-8'))
         types = _message_types(tree)
         for node in ast.walk(tree):

@@ -1,0 +1,1 @@
+"""Simulated robots for closed-loop checks of the package's torques: MuJoCo, not our engine."""
