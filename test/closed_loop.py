@@ -11,18 +11,6 @@ import rclpy
 from ros_helpers import NodeProcess, spin_until
 from std_srvs.srv import Trigger
 
-from ros_dynamics.closed_loop import (  # noqa: E402,F401  (the tests use them from here)
-    Excursion,
-    StateRecorder,
-    controller_args,
-    dynamics_args,
-    excursion_near_limits,
-    gains,
-    model_q,
-    random_configuration,
-    sim_args,
-)
-
 
 def wait_sim_time(node, recorder, t, wall_timeout):
     """Spin until the simulation has published a state at simulated time ``t`` [s] or later."""

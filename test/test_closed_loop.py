@@ -11,23 +11,21 @@ import pytest
 from robots import DEMO_ARM, PANDA, UR5, erd, load
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
-from closed_loop import (  # noqa: E402
+from closed_loop import processes, reset, wait_sim_time  # noqa: E402
+from ros_helpers import client_node, spin_until  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from ros_dynamics.closed_loop import (  # noqa: E402
+    RIGID,
     StateRecorder,
     controller_args,
     dynamics_args,
     excursion_near_limits,
     gains,
     model_q,
-    processes,
     random_configuration,
-    reset,
     sim_args,
-    wait_sim_time,
 )
-from ros_helpers import client_node, spin_until  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
-
-from ros_dynamics.closed_loop import RIGID  # noqa: E402
 
 #: Simulated seconds per wall second at most in these tests (in lockstep: a loaded 2-core
 #: machine running three nodes slows the loop further).
