@@ -74,3 +74,26 @@ def rel_close(actual, desired, rtol=1e-9):
     assert np.shape(actual) == np.shape(desired), (np.shape(actual), np.shape(desired))
     error = rel_error(actual, desired)
     assert error <= rtol, f'relative error {error:.3g} > {rtol:g}'
+
+
+class Arm:
+    """An arm of example-robot-data: our model of it, its IK solver, and Pinocchio's model
+    answering for the tip's pose.
+    """
+
+    def __init__(self, path, tip):
+        from robots import load
+
+        from ros_dynamics.engine.ik import IKSolver
+        self.model, self.tip = load(path), tip
+        self.solver = IKSolver(self.model)
+        self.ref = Reference(self.model, path)
+        self.frame = self.ref.frame_id(tip)
+
+    def pose(self, q):
+        """T_world_tip at ``q`` from Pinocchio's forward kinematics."""
+        pin.framesForwardKinematics(self.ref.pm, self.ref.pd, self.ref.q(q))
+        return self.ref.pd.oMf[self.frame].homogeneous.copy()
+
+    def random_q(self, rng):
+        return rng.uniform(self.model.sampling_lower, self.model.sampling_upper)

@@ -125,12 +125,22 @@ def test_unreachable_target_fails_honestly_and_respects_the_timeout():
     T = np.eye(4)
     T[:3, 3] = [3.0, 0, 0]                                      # the arm reaches about 1 m
     start = time.monotonic()
-    result = solver.solve('tool0', T, timeout=0.02, rng=0)
+    # Weights make it numerical (the demo arm's geometry is analytic: test_ik_analytic.py).
+    result = solver.solve('tool0', T, timeout=0.02, rng=0, weights=np.ones(6))
     elapsed = time.monotonic() - start
+    assert result.method == 'numerical'
     assert not result.success and result.timed_out
     assert elapsed < 0.02 + 0.1          # a search that ignored its deadline would never end
     assert result.position_error > 1.5
     assert 'best position error' in result.message
+    assert np.all(result.q >= model.lower_limits) and np.all(result.q <= model.upper_limits)
+    # Analytic (the default for this geometry): out of reach is known at once, no search.
+    start = time.monotonic()
+    result = solver.solve('tool0', T, timeout=1.0)
+    assert time.monotonic() - start < 0.5
+    assert not result.success and not result.timed_out
+    assert result.method == 'analytic three_parallel' and 'out of reach' in result.message
+    assert result.position_error > 1.5
     assert np.all(result.q >= model.lower_limits) and np.all(result.q <= model.upper_limits)
 
 

@@ -15,7 +15,8 @@ order in their name (``quat_xyzw`` as in ROS messages); SI units (REP 103).
 Layers, from the bottom (a module imports only from its own layer or the ones below, and the
 imports form no cycle; :data:`LAYERS` lists them and ``test/test_engine_layers.py`` checks it):
 
-1. *foundations* -- ``exceptions``, ``checks`` (argument checks), ``rotations``, ``spatial``
+1. *foundations* -- ``exceptions``, ``checks`` (argument checks), ``rotations``,
+   ``subproblems`` (the Paden-Kahan subproblems of analytic IK), ``spatial``
    (SE(3), spatial algebra, inertia lumping), ``joints`` (one joint model per type),
    ``rigid_body``;
 2. *descriptions* -- ``tree`` / ``urdf`` / ``dh`` (reading and assembling a description),
@@ -27,7 +28,8 @@ imports form no cycle; :data:`LAYERS` lists them and ``test/test_engine_layers.p
    ``kinematics``, ``configuration``, ``jacobians``, ``rnea``, ``rnea_batch``, ``crba``, ``aba``,
    ``centroidal``, ``contacts``; ``regressors``, ``differentiation``, ``identification``
    (payloads), ``observers`` (external torques and wrenches, collisions); ``ik_chain``,
-   ``ik_seeds``, ``ik_search``, ``ik`` (the :class:`IKSolver`), ``planar_ik``;
+   ``ik_seeds``, ``ik_search``, ``ik_analytic``, ``ik_requests``, ``ik_path``, ``ik`` (the
+   :class:`IKSolver`), ``planar_ik``;
 5. *facade* -- ``robot`` (:class:`RobotModel`: the model with the algorithms as methods, what
    users build), and this package, which loads its names lazily: importing
    ``ros_dynamics.engine.model`` loads no algorithm.
@@ -36,13 +38,14 @@ from importlib import import_module
 
 #: The engine's modules by layer, bottom first (see the package docstring).
 LAYERS = (
-    ('foundations', ('exceptions', 'checks', 'rotations', 'spatial', 'joints', 'rigid_body')),
+    ('foundations', ('exceptions', 'checks', 'rotations', 'subproblems', 'spatial', 'joints',
+                     'rigid_body')),
     ('descriptions', ('tree', 'urdf', 'dh', 'inertia', 'meshes')),
     ('model', ('settings', 'dof_tree', 'model')),
     ('algorithms', ('kinematics', 'configuration', 'jacobians', 'rnea', 'rnea_batch', 'crba',
                     'aba', 'centroidal', 'contacts', 'regressors', 'differentiation',
-                    'identification', 'observers', 'ik_chain', 'ik_seeds', 'ik_search', 'ik',
-                    'planar_ik')),
+                    'identification', 'observers', 'ik_chain', 'ik_seeds', 'ik_search',
+                    'ik_analytic', 'ik_requests', 'ik_path', 'ik', 'planar_ik')),
     ('facade', ('robot',)),
 )
 

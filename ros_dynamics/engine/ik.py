@@ -1,25 +1,30 @@
-"""Numerical inverse kinematics of a model: :class:`IKSolver` and :class:`IKResult`.
+"""Inverse kinematics of a model: :class:`IKSolver` and :class:`IKResult`.
 
 An :class:`IKSolver` holds what a model's IK keeps between solves -- one
-:class:`~ros_dynamics.engine.ik_chain.Chain` and at most one seed table
+:class:`~ros_dynamics.engine.ik_chain.Chain`, its analytic family
+(:mod:`~ros_dynamics.engine.ik_analytic`, if it has one) and at most one seed table
 (:mod:`~ros_dynamics.engine.ik_seeds`) per tip frame -- and is safe to share between threads.
-A solve validates its request (typed errors naming the argument, every number bounded), runs the
-search of :mod:`~ros_dynamics.engine.ik_search` until the deadline (monotonic clock) and reports
-the outcome: only a configuration whose errors are within both tolerances is a success;
-otherwise the best one found is returned with ``success=False``.
+A solve validates its request (typed errors naming the argument, every number bounded). Six
+revolute joints of a recognised geometry are solved analytically: every solution at once,
+shifted by whole turns toward the seed inside the limits, nearest the seed first. Other chains
+(and analytic targets whose every solution lies outside the limits) run the numerical search of
+:mod:`~ros_dynamics.engine.ik_search` until the deadline (monotonic clock). Only a
+configuration whose errors are within both tolerances is a success; otherwise the best one
+found is returned with ``success=False``.
 """
 from dataclasses import dataclass, field
-import math
 import threading
 import time
 from typing import Optional
 
 import numpy as np
 
-from . import configuration, kinematics
-from .exceptions import InvalidInputError, ShapeError
+from . import ik_analytic, kinematics
+from .exceptions import InvalidInputError
 from .ik_chain import Chain
-from .ik_search import Search
+from .ik_path import PathResult, solve_path
+from .ik_requests import active_mask, check_request, seconds
+from .ik_search import Search, pose_error
 from .ik_seeds import SeedTable
 from .spatial import inverse_transform
 
@@ -33,7 +38,9 @@ class IKResult:
     q (nq,): the solution (success) or the best configuration found; success: both errors within
     tolerance; position_error [m], orientation_error [rad] of ``q``; iterations: over all
     attempts; attempts: seeds tried; timed_out: the deadline stopped the search; message;
-    solutions: distinct converged configurations ranked by distance to the seed (``q`` first).
+    solutions: distinct converged configurations ranked by distance to the seed (``q`` first);
+    method: what answered -- ``'analytic <family>'`` (:mod:`~ros_dynamics.engine.ik_analytic`)
+    or ``'numerical'``.
     """
 
     q: np.ndarray
@@ -45,53 +52,7 @@ class IKResult:
     message: str
     timed_out: bool = False
     solutions: list = field(default_factory=list)
-
-
-#: Largest tolerance accepted [m or rad]: beyond it every configuration would be a solution.
-MAX_TOLERANCE = 10.0
-#: Most distinct solutions one solve collects.
-MAX_SOLUTIONS = 1000
-
-
-def _check(model, tip_frame, T_target, q_seed, position_tolerance, orientation_tolerance,
-           weights, max_solutions):
-    model.frame_index(tip_frame)
-    T_target = kinematics.as_finite_array(T_target, 'T_target')
-    if T_target.shape != (4, 4):
-        raise ShapeError(f'T_target: expected a 4x4 transform, got shape {T_target.shape}')
-    R = T_target[:3, :3]
-    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
-    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)   # in floats: fast
-    if np.abs(R @ R.T - _EYE3).max() > 1e-6 or det < 0:
-        raise InvalidInputError('T_target: the rotation part is not a rotation matrix')
-    if q_seed is None:
-        q_seed = configuration.middle_configuration(model)
-    q_seed = kinematics.as_configuration(model, q_seed, 'q_seed')
-    if q_seed.ndim != 1:
-        raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
-    _check_tolerance('position_tolerance', position_tolerance)
-    _check_tolerance('orientation_tolerance', orientation_tolerance)
-    if not (isinstance(max_solutions, (int, np.integer)) and 1 <= max_solutions <= MAX_SOLUTIONS):
-        raise InvalidInputError(f'max_solutions: expected a whole number in 1..{MAX_SOLUTIONS}, '
-                                f'got {max_solutions!r}')
-    if weights is None:
-        return T_target, q_seed.copy(), None
-    w = kinematics.as_finite_array(weights, 'weights')
-    if w.shape != (6,) or np.any(w < 0) or not np.any(w > 0) or np.any(w > 1e6):
-        raise InvalidInputError('weights: expected 6 values in [0, 1e6] (x, y, z, rx, ry, rz), '
-                                f'not all zero, got {w.tolist()}')
-    return T_target, q_seed.copy(), w.copy()
-
-
-def _check_tolerance(name, tol):
-    if not isinstance(tol, (float, int, np.floating, np.integer)):   # scalars: no array
-        tol = kinematics.as_finite_array(tol, name)
-        if tol.shape != ():
-            raise InvalidInputError(f'{name}: expected a value in (0, {MAX_TOLERANCE:g}], got '
-                                    f'{tol.tolist()}')
-    if not 0 < tol <= MAX_TOLERANCE:        # NaN fails too
-        raise InvalidInputError(f'{name}: expected a value in (0, {MAX_TOLERANCE:g}], got '
-                                f'{tol!r:.40}')
+    method: str = 'numerical'
 
 
 class IKSolver:
@@ -108,6 +69,7 @@ class IKSolver:
         self._lock = threading.Lock()
         self._chains: dict[str, Chain] = {}
         self._tables: dict[str, SeedTable] = {}
+        self._families: dict[str, Optional[ik_analytic.Family]] = {}
 
     def chain(self, frame: str) -> Chain:
         """The chain of ``frame`` (built once, then kept)."""
@@ -119,6 +81,30 @@ class IKSolver:
             with self._lock:
                 chain = self._chains.setdefault(name, chain)
         return chain
+
+    def family(self, frame: str, q_seed=None, active_joints=None):
+        """The analytic :class:`~ros_dynamics.engine.ik_analytic.Family` of ``frame``'s chain
+        with the joints outside ``active_joints`` (names; default: every joint that moves the
+        frame) at their values in ``q_seed`` (nq,), or None when it has none (kept when every
+        joint is active).
+        """
+        chain = self.chain(frame)
+        active = active_mask(self.model, chain, active_joints)
+        return self._family(chain, q_seed, active)
+
+    def _family(self, chain, q_seed, active):
+        if active is None:
+            with self._lock:
+                if chain.frame in self._families:
+                    return self._families[chain.frame]
+            g = ik_analytic.geometry(chain, np.zeros(len(chain.moved)),
+                                     np.ones(len(chain.moved), dtype=bool))
+            family = ik_analytic.classify(g) if g is not None else None
+            with self._lock:
+                return self._families.setdefault(chain.frame, family)
+        x_seed = np.zeros(len(chain.moved)) if q_seed is None else q_seed[chain.moved]
+        g = ik_analytic.geometry(chain, x_seed, active)
+        return ik_analytic.classify(g) if g is not None else None
 
     def prepare(self, frame: str, samples: int = 20000, rng=0) -> SeedTable:
         """Build (or rebuild) the seed table of ``frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
@@ -146,8 +132,8 @@ class IKSolver:
 
     def solve(self, tip_frame: str, T_target, q_seed=None, *, position_tolerance: float = 1e-05,
               orientation_tolerance: float = 1e-05, position_only: bool = False, weights=None,
-              timeout: float = 0.005, max_solutions: int = 1, active_joints=None,
-              rng=None) -> 'IKResult':
+              timeout: float = 0.005, max_solutions: Optional[int] = None,
+              active_joints=None, rng=None) -> 'IKResult':
         """Joint positions that put ``tip_frame`` at ``T_target`` (4x4, ``T_world_tip``).
 
         ``q_seed`` (nq,): where the search starts and what the solutions stay close to
@@ -155,14 +141,17 @@ class IKSolver:
         joint above the tip (a floating base) stays where the seed puts it. Tolerances in [m]
         and [rad]; ``position_only`` ignores orientation; ``weights`` (6,) weigh the error rows
         (x, y, z, rx, ry, rz); ``timeout`` [s] of wall-clock time (at most
-        :data:`MAX_TIMEOUT`); ``max_solutions`` distinct solutions are collected before
-        returning; ``active_joints``: names of the joints the solver may move (default: every
-        joint that moves the tip), the others keep the seed's values; ``rng``: a seed or
-        ``numpy.random.Generator`` for the restarts. See :class:`IKResult`.
+        :data:`MAX_TIMEOUT`); ``max_solutions``: at most this many distinct solutions are
+        returned (default: every one an analytic solve finds, one of a numerical solve, which
+        collects ``max_solutions`` before returning); ``active_joints``: names of the joints the
+        solver may move (default: every joint that moves the tip), the others keep the seed's
+        values; ``rng``: a seed or ``numpy.random.Generator`` for the restarts. Six revolute
+        joints of a recognised geometry are solved analytically unless ``position_only`` or
+        ``weights`` is given. See :class:`IKResult`.
         """
         model = self.model
-        deadline = time.monotonic() + _seconds(timeout)
-        T_target, q_seed, w = _check(model, tip_frame, T_target, q_seed, position_tolerance,
+        deadline = time.monotonic() + seconds(timeout)
+        T_target, q_seed, w = check_request(model, tip_frame, T_target, q_seed, position_tolerance,
                                      orientation_tolerance, weights, max_solutions)
         if position_only:
             w = np.ones(6) if w is None else w
@@ -172,42 +161,29 @@ class IKSolver:
             T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
-        active = _active_mask(model, chain, active_joints)
+        active = active_mask(model, chain, active_joints)
+        if w is None:
+            family = self._family(chain, q_seed, active)
+            if family is not None:
+                result = _analytic_result(model, chain, family, T_target, q_seed, active,
+                                          position_tolerance, orientation_tolerance,
+                                          max_solutions)
+                if result is not None:
+                    return result
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
-        return _result(search, deadline, q_seed, int(max_solutions))
+        return _result(search, deadline, q_seed, int(max_solutions or 1))
+
+    def solve_path(self, tip_frame: str, T_targets, q_seed=None, **options) -> PathResult:
+        """Joint positions putting ``tip_frame`` at each of ``T_targets`` (N, 4, 4) in turn, on
+        one branch: :func:`~ros_dynamics.engine.ik_path.solve_path` (its keyword options:
+        tolerances, ``max_joint_step``, ``active_joints``, ``timeout``).
+        """
+        return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
 
 #: Most seed-table samples :meth:`IKSolver.prepare` takes (about 150 MB for a 7-joint arm).
 MAX_SEED_SAMPLES = 1_000_000
-#: Longest time budget [s] of one solve.
-MAX_TIMEOUT = 60.0
-
-
-def _seconds(timeout):
-    try:
-        t = float(timeout)
-    except (TypeError, ValueError, OverflowError):
-        raise InvalidInputError(f'timeout: expected seconds, got {timeout!r}') from None
-    if not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT):
-        raise InvalidInputError(f'timeout: expected a number of seconds in (0, {MAX_TIMEOUT:g}],'
-                                f' got {timeout!r}')
-    return t
-
-
-def _active_mask(model, chain, active_joints):
-    """Per joint of ``chain.moved``: True where the solver may move it."""
-    if active_joints is None:
-        return None
-    names = list(active_joints)
-    for name in names:
-        model.joint_index(name)
-    moved_names = [model.q_names[i] for i in chain.moved]
-    mask = np.array([n in set(names) for n in moved_names], dtype=bool)
-    if not mask.any():
-        raise InvalidInputError(f'active_joints: none of {names} moves the tip; the joints that '
-                                f'do: {moved_names}')
-    return mask
 
 
 def _result(search, deadline, q_seed, max_solutions):
@@ -230,3 +206,55 @@ def _result(search, deadline, q_seed, max_solutions):
                     message, timed_out, [])
 
 
+def _analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
+                     max_solutions):
+    """Every solution of ``family`` inside the limits and tolerances as an :class:`IKResult`,
+    nearest the seed first; a failure when the target is out of reach of an exact geometry;
+    None when the numerical search should try (every solution outside the limits).
+    """
+    act = np.ones(len(chain.moved), dtype=bool) if active is None else active
+    Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
+    x_seed = q_seed[chain.moved]
+    X = np.repeat(x_seed[None], Q.shape[1], axis=0)
+    X[:, act] = Q[0]
+    if family.snapped:
+        ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
+    e = pose_error(chain.poses(X), T_target)
+    p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    method = f'analytic {family.name}'
+    ok = (p_err <= p_tol) & (o_err <= o_tol)
+    if not ok.any():
+        if family.snapped or exact.any():
+            return None
+        # The nearest configuration, moved into the limits (by turns, else clipped).
+        k = int(np.argmin(p_err + o_err))
+        lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper)[0][0]
+        x = np.clip(np.where(np.isnan(x), X[k], x), lower, upper)
+        q = q_seed.copy()
+        q[chain.moved] = x
+        e = pose_error(chain.poses(x[None])[0], T_target)
+        p, o = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+        return IKResult(q, False, p, o, 0, 1, 'out of reach: no configuration reaches the '
+                        f'target; the nearest has position error {p:.3g} m, orientation error '
+                        f'{o:.3g} rad', method=method)
+    X, inside = ik_analytic.in_limits(X[ok], x_seed, model.lower_limits[chain.moved],
+                                      model.upper_limits[chain.moved])
+    if not inside.any():
+        return None
+    X, p_err, o_err = X[inside], p_err[ok][inside], o_err[ok][inside]
+    order = np.argsort(np.linalg.norm(X - x_seed, axis=1), kind='stable')
+    found = []
+    for k in order:
+        if all(np.linalg.norm(X[k] - X[j]) >= _DISTINCT for j in found):
+            found.append(k)
+    found = found[:max_solutions] if max_solutions else found
+    qs = np.repeat(q_seed[None], len(found), axis=0)
+    qs[:, chain.moved] = X[found]
+    k = found[0]
+    return IKResult(qs[0], True, float(p_err[k]), float(o_err[k]), 0, 1,
+                    f'{method}: {len(found)} solution(s)', solutions=list(qs), method=method)
+
+
+#: Solutions closer than this [rad] are the same.
+_DISTINCT = 1e-3

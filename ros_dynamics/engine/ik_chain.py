@@ -28,6 +28,8 @@ class Chain:
 
     def __init__(self, model, frame):
         f = model.frame_index(frame)
+        #: The frame's name.
+        self.frame = model.frame_names[f]
         joints = model.joints_moving_body(model.frame_body[f])                  # root first
         multi = [k for k in joints if model.joint_models[k].nq > 1]
         #: The body the chain starts from (0, the world, unless a multi-DOF joint moves the

@@ -1,0 +1,291 @@
+"""Analytic inverse kinematics of six revolute joints: every solution of a pose, by subproblem
+decomposition, for the arm geometries that allow it.
+
+A chain of six revolute joints is read at its zero configuration (the joints the caller holds
+fixed at their given values) as the product of exponentials: axes ``h_i`` (6, 3) through points
+``o_i`` (6, 3) and the tip's pose ``R0, p0`` in the chain's root frame, so that
+``R(q) = rot(h_1, q_1) ... rot(h_6, q_6) R0`` and the tip's position follows from the points.
+:func:`classify` recognises, within a tolerance (rounded and calibrated descriptions are never
+exact), the families whose inverse kinematics splits into the subproblems of
+:mod:`~ros_dynamics.engine.subproblems` -- following the classification of A. Elias and J. Wen,
+*IK-Geo: Unified robot inverse kinematics using subproblem decomposition*, Mechanism and
+Machine Theory 2024, and of D. Ostermeier et al., *Automatic geometric decomposition for
+analytical inverse kinematics* (EAIK), IEEE RA-L 2025:
+
+* ``three_parallel`` -- axes 2, 3 and 4 parallel and axes 5 and 6 meeting (UR, Z1 arms): up
+  to 8 solutions;
+* ``spherical_wrist`` -- axes 4, 5 and 6 meeting at one point, with axes 2 and 3 parallel
+  (PUMA, Jaco, most industrial arms) or axes 1 and 2 meeting: up to 8 solutions;
+* the same families for the chain read backwards, tip to root (a spherical shoulder).
+
+Where the description only nearly fits (within :data:`ANGLE_TOLERANCE` and
+:data:`DISTANCE_TOLERANCE`) the geometry is snapped to the family, solved, and every solution
+then polished by Gauss-Newton steps on the true chain (:func:`polish`). Chains that fit no
+family are left to the numerical solver (:mod:`~ros_dynamics.engine.ik_search`).
+"""
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from .rotations import cross, log_so3
+from .subproblems import rot, sp1, sp2, sp3, sp4
+
+#: Axes whose directions differ by less than this [rad] count as parallel.
+ANGLE_TOLERANCE = 2e-3
+#: Axes closer than this [m] count as meeting.
+DISTANCE_TOLERANCE = 2e-3
+#: Gauss-Newton steps of :func:`polish` at most.
+POLISH_STEPS = 6
+
+_I3 = np.eye(3)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Six revolute joints at their zero configuration, in the chain's root frame: unit axes
+    ``h`` (6, 3), points ``o`` (6, 3) on them, and the tip's pose ``R0`` (3, 3), ``p0`` (3,).
+    ``reversed``: this is the chain read tip to root (angles negated, order reversed).
+    """
+
+    h: np.ndarray
+    o: np.ndarray
+    R0: np.ndarray
+    p0: np.ndarray
+    reversed: bool = False
+
+    def backwards(self) -> 'Geometry':
+        """The chain read from the tip: ``T_tip_root(q) = T_root_tip(q)^-1`` is a chain of the
+        same axes in reverse order, in the tip's zero frame, turned by ``-q``.
+        """
+        Rt = self.R0.T
+        h, o = self.h @ self.R0, (self.o - self.p0) @ self.R0
+        return Geometry(h[::-1].copy(), o[::-1].copy(), Rt, -Rt @ self.p0, not self.reversed)
+
+
+def geometry(chain, x_fixed, active) -> Optional[Geometry]:
+    """The :class:`Geometry` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) with
+    its joints ``x_fixed`` (m,) where ``active`` (m, bool) is False and zero where True, or None
+    unless six revolute joints move and no mimic joint couples them.
+    """
+    if chain.mimic or not chain.pure_rotation or chain.uses_x_term or np.count_nonzero(active) != 6:
+        return None
+    x = np.where(active, 0.0, x_fixed)[None]
+    T, tip = chain._frames(x)
+    frames = T[0, active]
+    return Geometry(frames[:, :3, 2].copy(), frames[:, :3, 3].copy(), tip[0, :3, :3].copy(),
+                    tip[0, :3, 3].copy())
+
+
+def _meet(h, o, i, j):
+    """The point where axes i and j meet (3,), or None (parallel or apart)."""
+    n = cross(h[i], h[j])
+    s = np.linalg.norm(n)
+    if s < ANGLE_TOLERANCE:
+        return None
+    d = o[j] - o[i]
+    if abs(d @ n) / s > DISTANCE_TOLERANCE:
+        return None
+    # Closest points o_i + a h_i and o_j + b h_j; their midpoint.
+    hh = h[i] @ h[j]
+    a = (d @ h[i] - hh * (d @ h[j])) / (1.0 - hh * hh)
+    b = (hh * (d @ h[i]) - d @ h[j]) / (1.0 - hh * hh)
+    return 0.5 * (o[i] + a * h[i] + o[j] + b * h[j])
+
+
+def _parallel(h, i, j):
+    return np.linalg.norm(cross(h[i], h[j])) < ANGLE_TOLERANCE
+
+
+@dataclass(frozen=True)
+class Family:
+    """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
+    whether snapping changed it (``snapped``: solutions need :func:`polish`) and, for the
+    spherical wrist, which shoulder case applies (``shoulder``: 'parallel' or 'meeting').
+    """
+
+    name: str
+    geometry: Geometry
+    snapped: bool
+    shoulder: str = ''
+
+    def solve(self, R, p):
+        """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),
+        ``p`` (N, 3) in the root frame, and whether each subproblem was solved exactly
+        (N, 8): least-squares branches (targets out of reach) are approximate.
+        """
+        g = self.geometry
+        if g.reversed:
+            R, p = np.swapaxes(R, -1, -2), -np.einsum('nji,nj->ni', R, p)
+        solver = _three_parallel if self.name == 'three_parallel' else _spherical_wrist
+        Q, exact = solver(g, R, p, self.shoulder)
+        if g.reversed:
+            Q = -Q[..., ::-1]
+        return Q, exact
+
+
+def classify(g: Geometry) -> Optional[Family]:
+    """The :class:`Family` of ``g`` read forwards, else backwards, else None."""
+    for geo in (g, g.backwards()):
+        family = _classify_one(geo)
+        if family is not None:
+            return family
+    return None
+
+
+def _classify_one(g):
+    h, o = g.h, g.o
+    if _parallel(h, 1, 2) and _parallel(h, 2, 3) and not _parallel(h, 0, 1) \
+            and not _parallel(h, 3, 4) and not _parallel(h, 4, 5):
+        c = _meet(h, o, 4, 5)
+        if c is not None:
+            h2 = _aligned(h[1], h[1:4])
+            new = replace(g, h=np.concatenate([h[:1], h2, h[4:]]),
+                          o=np.concatenate([o[:4], [c, c]]))
+            return Family('three_parallel', new, _changed(g, new))
+    c45, c56 = _meet(h, o, 3, 4), _meet(h, o, 4, 5)
+    if c45 is None or c56 is None or np.linalg.norm(c45 - c56) > DISTANCE_TOLERANCE:
+        return None
+    c = 0.5 * (c45 + c56)
+    o = np.concatenate([o[:3], [c, c, c]])
+    if _parallel(h, 1, 2) and not _parallel(h, 0, 1):
+        new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:3]), h[3:]]), o=o)
+        return Family('spherical_wrist', new, _changed(g, new), 'parallel')
+    c12 = _meet(h, o, 0, 1)
+    if c12 is not None and not _parallel(h, 1, 2):
+        new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
+        return Family('spherical_wrist', new, _changed(g, new), 'meeting')
+    return None
+
+
+def _aligned(h, axes):
+    """``axes`` (k, 3) replaced by ``h`` with each one's sign."""
+    return np.sign(axes @ h)[:, None] * h
+
+
+def _changed(g, new):
+    return not (np.allclose(g.h, new.h, rtol=0, atol=1e-12)
+                and _same_lines(g.o, new.o, new.h))
+
+
+def _same_lines(o, o_new, h):
+    """Whether every point moved only along its axis."""
+    d = o_new - o
+    return np.abs(cross(h, d)).max() <= 1e-12
+
+
+def _mv(R, v):
+    return np.einsum('...ij,...j->...i', R, v)
+
+
+def _perpendicular(k):
+    """A unit vector at right angles to ``k`` (3,)."""
+    v = np.cross(k, _I3[np.argmin(np.abs(k))])
+    return v / np.linalg.norm(v)
+
+
+def _three_parallel(g, R, p, _shoulder):
+    h, o = g.h, g.o
+    p01, p12, p23, p34, p45 = o[0], o[1] - o[0], o[2] - o[1], o[3] - o[2], o[4] - o[3]
+    p6T = g.p0 - o[5]
+    R06 = R @ g.R0.T                                               # (N, 3, 3)
+    N = len(R)
+    x = p - _mv(R06, p6T) - p01                                    # (N, 3)
+    q1, e1 = sp4(x, h[1], h[0], h[1] @ (p12 + p23 + p34 + p45))    # (N, 2)
+    R01 = rot(h[0], q1)                                            # (N, 2, 3, 3)
+    R16 = np.swapaxes(R01, -1, -2) @ R06[:, None]                  # (N, 2, 3, 3)
+    q5, e5 = sp4(h[1], h[5], h[4], _mv(R16, h[5]) @ h[1])          # (N, 2, 2)
+    R45 = rot(h[4], q5)                                            # (N, 2, 2, 3, 3)
+    R16b = R16[:, :, None]
+    v = np.einsum('nai,naij->naj', np.broadcast_to(h[1], (N, 2, 3)), R16)   # R16^T h2 (N,2,3)
+    q6 = sp1(v[:, :, None], _mv(np.swapaxes(R45, -1, -2), h[1]), h[5])      # (N, 2, 2)
+    R14 = R16b @ np.swapaxes(rot(h[5], q6), -1, -2) @ np.swapaxes(R45, -1, -2)
+    w = _perpendicular(h[1])
+    q14 = sp1(w, _mv(R14, w), h[1])                                # (N, 2, 2)
+    x1 = _mv(np.swapaxes(R01, -1, -2), x[:, None])[:, :, None] - p12 - _mv(R14, p45)
+    q3, e3 = sp3(p34, -p23, h[2], np.linalg.norm(x1, axis=-1))     # (N, 2, 2, 2)
+    y = p23 + _mv(rot(h[2], q3), p34)                              # (N, 2, 2, 2, 3)
+    q2 = sp1(y, x1[:, :, :, None], h[1])                           # (N, 2, 2, 2)
+    shape = (N, 2, 2, 2)
+    Q = np.stack([np.broadcast_to(q1[:, :, None, None], shape), q2, q3,
+                  q14[..., None] - q2 - q3,
+                  np.broadcast_to(q5[..., None], shape), np.broadcast_to(q6[..., None], shape)],
+                 axis=-1)
+    exact = e1[:, None, None, None] & e5[:, :, None, None] & e3[..., None]
+    return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
+
+
+def _spherical_wrist(g, R, p, shoulder):
+    h, o = g.h, g.o
+    N = len(R)
+    p01, p12, p23, p3c = o[0], o[1] - o[0], o[2] - o[1], o[3] - o[2]
+    R06 = R @ g.R0.T
+    c = p - _mv(R06, g.p0 - o[5]) - p01                            # wrist centre - p01 (N, 3)
+    if shoulder == 'parallel':
+        q1, e1 = sp4(c, h[1], h[0], h[1] @ (p12 + p23 + p3c))      # (N, 2)
+        y = _mv(np.swapaxes(rot(h[0], q1), -1, -2), c[:, None]) - p12           # (N, 2, 3)
+        q3, e3 = sp3(p3c, -p23, h[2], np.linalg.norm(y, axis=-1))  # (N, 2, 2)
+        v = p23 + _mv(rot(h[2], q3), p3c)                          # (N, 2, 2, 3)
+        q2 = sp1(v, y[:, :, None], h[1])
+        q1 = np.broadcast_to(q1[..., None], (N, 2, 2))
+        exact = e1[:, None, None] & e3[:, :, None]
+    else:                                                          # axes 1 and 2 meet at o1
+        q3, e3 = sp3(p3c, -p23, h[2], np.linalg.norm(c, axis=-1))  # (N, 2)
+        v = p23 + _mv(rot(h[2], q3), p3c)                          # (N, 2, 3)
+        q1, q2, e12 = sp2(np.broadcast_to(c[:, None], (N, 2, 3)), v, -h[0], h[1])  # (N, 2, 2)
+        q3 = np.broadcast_to(q3[..., None], (N, 2, 2))
+        exact = e3[:, None, None] & e12[:, :, None]
+    R03 = rot(h[0], q1) @ rot(h[1], q2) @ rot(h[2], q3)            # (N, 2, 2, 3, 3)
+    R36 = np.swapaxes(R03, -1, -2) @ R06[:, None, None]
+    q4, q5, e45 = sp2(_mv(R36, h[5]), np.broadcast_to(h[5], (N, 2, 2, 3)), -h[3], h[4])
+    R35 = rot(h[3], q4) @ rot(h[4], q5)                            # (N, 2, 2, 2, 3, 3)
+    w = _perpendicular(h[5])
+    q6 = sp1(w, _mv(np.swapaxes(R35, -1, -2), _mv(R36, w)[:, :, :, None]), h[5])
+    shape = (N, 2, 2, 2)
+    Q = np.stack([np.broadcast_to(q1[..., None], shape), np.broadcast_to(q2[..., None], shape),
+                  np.broadcast_to(q3[..., None], shape), q4, q5, q6], axis=-1)
+    exact = exact[..., None] & e45[..., None]
+    return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
+
+
+def pose_errors(T, T_targets):
+    """Errors ``[p_target - p; log(R_target R^T)]`` (B, 6) of poses ``T`` (B, 4, 4) against
+    ``T_targets`` (B, 4, 4) or one target (4, 4), in the root frame's axes.
+    """
+    e = np.empty((len(T), 6))
+    e[:, :3] = T_targets[..., :3, 3] - T[:, :3, 3]
+    e[:, 3:] = log_so3(T_targets[..., :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
+    return e
+
+
+def polish(chain, X, T_targets, active, tolerance):
+    """Gauss-Newton steps on the true chain for the configurations ``X`` (B, m) of
+    ``chain.moved`` toward ``T_targets`` (B, 4, 4, or one (4, 4)) in the root frame, moving
+    only the joints ``active`` (m, bool), until every row's error is below ``tolerance`` or
+    :data:`POLISH_STEPS`; in place. For solutions of a snapped geometry, which are off by about
+    the snapping.
+    """
+    for _ in range(POLISH_STEPS):
+        T, JT = chain.evaluate(X)
+        e = pose_errors(T, T_targets)
+        if np.abs(e).max() <= tolerance:
+            return
+        J = JT[:, active].transpose(0, 2, 1)                    # (B, 6, 6)
+        try:
+            X[:, active] += np.linalg.solve(J, e[..., None])[..., 0]
+        except np.linalg.LinAlgError:                           # a singular row: least squares
+            X[:, active] += (np.linalg.pinv(J) @ e[..., None])[..., 0]
+
+
+def in_limits(X, x_seed, lower, upper):
+    """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
+    (m,) inside ``[lower, upper]`` (m,), and which rows (B,) could all be brought inside.
+    """
+    turn = 2.0 * np.pi
+    k0 = np.round((x_seed - X) / turn)
+    best = np.full_like(X, np.nan)
+    for dk in (0.0, -1.0, 1.0):
+        v = X + (k0 + dk) * turn
+        fits = (v >= lower) & (v <= upper) & np.isnan(best)
+        best[fits] = v[fits]
+    return best, ~np.isnan(best).any(axis=1)

@@ -1,0 +1,94 @@
+"""The Paden-Kahan subproblems of inverse kinematics, batched: the angles of rotations about
+known axes that move known vectors into known relations.
+
+Every inverse kinematics in :mod:`~ros_dynamics.engine.ik_analytic` is a sequence of these.
+The forms and names follow the subproblem-decomposition literature -- B. Paden, *Kinematics and
+control of robot manipulators*, PhD thesis, UC Berkeley, 1986; R. Murray, Z. Li and S. Sastry,
+*A Mathematical Introduction to Robotic Manipulation*, 1994, section 3.3; A. Elias and J. Wen,
+*IK-Geo: Unified robot inverse kinematics using subproblem decomposition*, Mechanism and
+Machine Theory 2024 -- and, as in the last, each is solved in the least-squares sense when it
+has no exact solution (a target just out of reach, a rounded model): the returned angles then
+minimise the residual and ``exact`` is False.
+
+Conventions: ``k``, ``k1``, ``k2``, ``h`` are unit axes; ``rot(k, theta)`` rotates by ``theta``
+[rad] about ``k`` (right hand); vectors are ``(..., 3)`` arrays and every leading dimension is a
+batch (one pose, a path of poses, the branches of a solve). Subproblems with two solutions
+return them in a trailing axis of size 2; where there is one (tangency, least squares) it
+appears twice.
+"""
+import numpy as np
+
+from .rotations import cross
+
+#: |residual| below which a two-solution subproblem counts as exactly solved (a tangency).
+_TANGENT = 1e-12
+
+
+def rot(k, theta):
+    """Rotation matrices ``rot(k, theta)`` (..., 3, 3) about unit axes ``k`` (..., 3) by
+    ``theta`` (...) [rad] (Rodrigues' formula).
+    """
+    k = np.asarray(k, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    s, c = np.sin(theta)[..., None, None], np.cos(theta)[..., None, None]
+    K = np.zeros(np.broadcast_shapes(k.shape[:-1], theta.shape) + (3, 3))
+    K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -k[..., 2], k[..., 1], -k[..., 0]
+    K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = k[..., 2], -k[..., 1], k[..., 0]
+    return np.eye(3) + s * K + (1.0 - c) * (K @ K)
+
+
+def _dot(a, b):
+    return np.einsum('...i,...i->...', a, b)
+
+
+def sp1(p, q, k):
+    """Subproblem 1: ``theta`` (...) with ``rot(k, theta) p = q``, or the angle that brings
+    ``p`` closest to ``q``. Arbitrary (0) when ``p`` or ``q`` lies on the axis.
+    """
+    kp = _dot(k, p)[..., None]
+    return np.arctan2(_dot(k, cross(p, q)), _dot(q, p - kp * k))
+
+
+def sp4(h, p, k, d):
+    """Subproblem 4: the angles ``theta`` (..., 2) with ``h^T rot(k, theta) p = d`` and
+    ``exact`` (...): whether they solve it (else the one angle nearest to it, twice).
+    """
+    hk, kp = _dot(h, k), _dot(k, p)
+    a = _dot(h, cross(k, p))                     # the sine's coefficient
+    b = _dot(h, p) - hk * kp                     # the cosine's
+    c = np.asarray(d, dtype=float) - hk * kp     # a sin + b cos = c
+    r = np.hypot(a, b)
+    phi = np.arctan2(a, b)
+    ratio = np.divide(c, r, out=np.full(np.shape(c * r), 2.0), where=r > 0)
+    exact = np.abs(ratio) <= 1.0 + _TANGENT
+    half = np.arccos(np.clip(ratio, -1.0, 1.0))
+    theta = np.stack([phi + half, phi - half], axis=-1)
+    return _wrap(theta), exact
+
+
+def sp3(p, q, k, d):
+    """Subproblem 3: the angles ``theta`` (..., 2) with ``|rot(k, theta) p - q| = d`` and
+    ``exact`` (...), as :func:`sp4` (to which it reduces: ``q^T rot(k, theta) p`` is fixed by
+    the distance).
+    """
+    d = np.asarray(d, dtype=float)
+    return sp4(q, p, k, 0.5 * (_dot(p, p) + _dot(q, q) - d * d))
+
+
+def sp2(p, q, k1, k2):
+    """Subproblem 2: the angle pairs ``theta1, theta2`` (each (..., 2)) with
+    ``rot(k1, theta1) p = rot(k2, theta2) q`` and ``exact`` (...). ``p`` and ``q`` should have
+    the same length; ``k1`` and ``k2`` must not be parallel.
+
+    ``k2^T rot(k1, theta1) p = k2^T q`` fixes ``theta1`` (:func:`sp4`), and then ``theta2``
+    turns ``q`` onto ``rot(k1, theta1) p`` (:func:`sp1`).
+    """
+    theta1, exact = sp4(k2, p, k1, _dot(k2, q))
+    v = np.einsum('...ij,...j->...i', rot(k1[..., None, :], theta1), p[..., None, :])
+    theta2 = sp1(q[..., None, :], v, k2[..., None, :])
+    return theta1, theta2, exact
+
+
+def _wrap(theta):
+    """Angles moved into [-pi, pi)."""
+    return (theta + np.pi) % (2.0 * np.pi) - np.pi

@@ -1,0 +1,114 @@
+"""Whole Cartesian paths (IKSolver.solve_path): every pose checked with Pinocchio's forward
+kinematics, one branch kept, failures naming the first pose at fault.
+"""
+import numpy as np
+from pinocchio_reference import Arm
+import pytest
+from robots import PANDA, UR5, erd
+
+from ros_dynamics.engine import InvalidInputError, ShapeError
+from ros_dynamics.engine.ik_requests import MAX_PATH_POSES
+
+
+@pytest.fixture(scope='module')
+def ur5():
+    return Arm(erd(UR5), 'tool0')
+
+
+def line(T0, direction, length, n):
+    """``n`` poses from ``T0`` along ``direction`` (3,) over ``length`` [m], orientation kept."""
+    T = np.repeat(T0[None], n, axis=0)
+    T[:, :3, 3] += np.linspace(0.0, length, n)[:, None] * direction
+    return T
+
+
+def check_path(arm, Q, T, tol=1e-9):
+    """Each configuration of ``Q`` puts the tip at its pose of ``T`` (Pinocchio), in limits."""
+    assert len(Q) == len(T)
+    for q, T_n in zip(Q, T):
+        assert np.abs(arm.pose(q) - T_n).max() < tol
+    assert np.all(Q >= arm.model.lower_limits) and np.all(Q <= arm.model.upper_limits)
+
+
+def test_a_straight_line_is_followed_on_one_branch(ur5):
+    q0 = np.array([0.3, -1.2, 1.5, -1.9, -1.5, 0.4])
+    T = line(ur5.pose(q0), np.array([0.0, 0.6, -0.8]), 0.25, 200)   # 1.25 mm steps
+    result = ur5.solver.solve_path('tool0', T, q0 + 0.05)
+    assert result.success and result.solved == 200
+    assert result.method == 'analytic three_parallel'
+    check_path(ur5, result.q, T)
+    # It starts on the branch the robot is on and moves smoothly: no step larger than a few
+    # times the mean (a branch change would be radians).
+    np.testing.assert_allclose(result.q[0], q0, atol=1e-9)
+    steps = np.abs(np.diff(result.q, axis=0)).max(axis=1)
+    assert steps.max() == pytest.approx(result.max_joint_step)
+    assert steps.max() < 0.05 and steps.max() < 5 * steps.mean()
+    assert np.all(result.position_error < 1e-9) and np.all(result.orientation_error < 1e-9)
+
+
+def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):
+    """Straight out from the base: the elbow straightens and the path's branch leaves reach a
+    pose before any branch does (the UR5's shoulder offset gives the others more reach). The
+    path stops there, the poses before it solved -- checked pose by pose with every solution
+    of single solves.
+    """
+    q0 = np.array([0.0, -1.0, 1.0, -1.5, -1.5, 0.0])
+    T0 = ur5.pose(q0)
+    out = T0[:3, 3] / np.linalg.norm(T0[:3, 3])
+    T = line(T0, out, 1.5, 151)                                    # 1 cm steps, 1.5 m out
+    result = ur5.solver.solve_path('tool0', T, q0)
+    unreachable = next(n for n in range(len(T))
+                       if not ur5.solver.solve('tool0', T[n], q0).success)
+    branch_ends = next(
+        n for n in range(1, len(T))
+        if all(np.abs(q - result.q[n - 1]).max() > 0.5
+               for q in ur5.solver.solve('tool0', T[n], result.q[n - 1]).solutions))
+    assert 0 < branch_ends < unreachable < 150
+    assert not result.success and result.solved == branch_ends
+    assert f'pose {branch_ends}: the branch must change' in result.message
+    check_path(ur5, result.q[:branch_ends], T[:branch_ends])
+    np.testing.assert_array_equal(result.q[branch_ends:], np.repeat(
+        result.q[branch_ends - 1:branch_ends], len(T) - branch_ends, axis=0))
+    assert np.isnan(result.position_error[branch_ends:]).all()
+    # Started on the branch that reaches furthest, the path names the first pose beyond reach.
+    result = ur5.solver.solve_path('tool0', T[unreachable - 1:], q0)
+    assert result.solved == 1 and 'pose 1: no configuration reaches it' in result.message
+
+
+def test_a_jump_larger_than_the_bound_names_the_pose(ur5):
+    q0 = np.array([0.3, -1.2, 1.5, -1.9, -1.5, 0.4])
+    T = line(ur5.pose(q0), np.array([1.0, 0.0, 0.0]), 0.1, 11)     # 1 cm steps
+    result = ur5.solver.solve_path('tool0', T, q0, max_joint_step=1e-3)
+    assert not result.success and result.solved == 1
+    assert 'pose 1: the branch must change' in result.message
+
+
+def test_a_7_dof_arm_follows_a_path_numerically():
+    panda = Arm(erd(PANDA), 'panda_hand')
+    q0 = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.0])[:panda.model.nq]
+    T = line(panda.pose(q0), np.array([0.0, 0.0, -1.0]), 0.15, 50)
+    result = panda.solver.solve_path('panda_hand', T, q0, timeout=5.0)
+    assert result.success and result.method == 'numerical'
+    for q, T_n in zip(result.q, T):
+        T_q = panda.pose(q)
+        assert np.abs(T_q[:3, 3] - T_n[:3, 3]).max() < 1e-5
+    assert result.max_joint_step < 0.1
+
+
+@pytest.mark.parametrize('targets, error, match', [
+    (np.eye(4), ShapeError, r'\(N, 4, 4\)'),
+    (np.zeros((0, 4, 4)), ShapeError, r'\(N, 4, 4\)'),
+    (np.full((3, 4, 4), np.nan), InvalidInputError, 'T_targets'),
+    (np.concatenate([np.repeat(np.eye(4)[None], 3, 0), [np.diag([1, 1, -1, 1.0])]]),
+     InvalidInputError, r'T_targets\[3\]: not a rigid transform'),
+    (np.broadcast_to(np.eye(4), (MAX_PATH_POSES + 1, 4, 4)), InvalidInputError, 'at most'),
+])
+def test_bad_paths_raise_typed_errors(ur5, targets, error, match):
+    with pytest.raises(error, match=match):
+        ur5.solver.solve_path('tool0', targets)
+
+
+@pytest.mark.parametrize('step', [0.0, -1.0, np.nan, np.inf, 7.0, 'x'])
+def test_bad_joint_step_bounds_are_refused(ur5, step):
+    with pytest.raises(InvalidInputError, match='max_joint_step'):
+        ur5.solver.solve_path('tool0', np.eye(4)[None], max_joint_step=step)
