@@ -16,6 +16,10 @@ DYNAMICS_PARAMETERS = ('use_sim_time:=true', 'ik.seed_samples:=0')
 #: model the node computes with, without its friction option; the hold phase keeps the URDF's
 #: damping, which a gravity-only loop needs).
 RIGID = ('urdf_dynamics:=false', 'default_damping:=0.0', 'friction:=false')
+#: With a controller between the node and the simulation: the node's gravity_command (one per
+#: state it serves) paces the lockstep too, so that the node cannot fall behind the controller
+#: on a loaded machine (its feedforward would then be for states long past).
+PACED = ('lockstep_topics:=[gravity_command]',)
 
 
 class StateRecorder:

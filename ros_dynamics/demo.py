@@ -173,7 +173,8 @@ def _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedfo
     out = {}
     with Phase(args.output,
                (f'{label}_sim', 'sim_node', *loop.sim_args(ns, urdf, joints, q0,
-                                                            REAL_TIME_FACTOR, *loop.RIGID)),
+                                                            REAL_TIME_FACTOR, *loop.RIGID,
+                                                            *loop.PACED)),
                (f'{label}_dynamics', 'dynamics_node', *loop.dynamics_args(
                    ns, urdf, joints, tip, parameters=(
                        'observer.gain:=300.0', 'collision.threshold:=4.0'))),

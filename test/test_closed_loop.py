@@ -16,6 +16,7 @@ from ros_helpers import client_node, spin_until  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from ros_dynamics.closed_loop import (  # noqa: E402
+    PACED,
     RIGID,
     StateRecorder,
     controller_args,
@@ -90,7 +91,7 @@ def track(ros, tmp_path, robot, feedforward, q0, kp, kd, excursion, label):
     with processes(str(tmp_path),
                    # The rigid bodies alone: the simulated robot is the model.
                    ('sim_' + label, 'sim_node', *sim_args(ns, urdf, joints, q0,
-                                                          REAL_TIME_FACTOR, *RIGID)),
+                                                          REAL_TIME_FACTOR, *RIGID, *PACED)),
                    ('dynamics_' + label, 'dynamics_node',
                     *dynamics_args(ns, urdf, joints, tip)),
                    ('controller_' + label, 'effort_controller',
@@ -161,7 +162,7 @@ def test_a_push_is_estimated_and_flagged_and_free_tracking_is_not(ros, tmp_path,
     threshold = 4.0
     with processes(str(tmp_path),
                    ('sim', 'sim_node', *sim_args(ns, urdf, joints, q0, REAL_TIME_FACTOR,
-                                                 *RIGID)),
+                                                 *RIGID, *PACED)),
                    ('dynamics', 'dynamics_node', *dynamics_args(
                        ns, urdf, joints, tip, parameters=(
                            'observer.gain:=300.0', f'collision.threshold:={threshold}'))),

@@ -11,7 +11,8 @@ end: the last desired positions held, at first the first state heard), then
 published on ``commands`` (``std_msgs/Float64MultiArray`` in ``joints`` order: remap to a forward
 command controller's ``~/commands``). ``tau_ff`` is the latest ``feedforward`` message if it is
 fresh (younger than ``feedforward_timeout`` by the node's clock), else the newer of the latest
-``feedforward`` and ``gravity`` messages (both ``std_msgs/Float64MultiArray`` in ``joints`` order),
+``feedforward`` and ``gravity`` messages, the feedforward when they came at the same time (both
+``std_msgs/Float64MultiArray`` in ``joints`` order),
 counted as ``feedforward_late``: never zero once one has come (dropping the torques that hold an arm
 up would drop the arm, as a forward command controller keeps its last command); zero before any.
 Remap ``feedforward`` to the dynamics node's ``feedforward_command`` (published while a trajectory
@@ -124,11 +125,12 @@ class EffortController:
         """
         if not self.latest:
             return 0.0
-        if 'feedforward' in self.latest:
-            tau, stamp = self.latest['feedforward']
-            if (now - stamp).nanoseconds * 1e-9 <= self.ff_timeout:
-                return tau
-        newest = max(self.latest.values(), key=lambda value: value[1].nanoseconds)
+        ff, gravity = self.latest.get('feedforward'), self.latest.get('gravity')
+        if ff is not None and (now - ff[1]).nanoseconds * 1e-9 <= self.ff_timeout:
+            return ff[0]
+        # The feedforward as new as the gravity torques (the same state's, behind a loaded
+        # node) still beats them; older, the trajectory has ended or the node stopped it.
+        newest = ff if gravity is None or (ff is not None and ff[1] >= gravity[1]) else gravity
         if (now - newest[1]).nanoseconds * 1e-9 > self.ff_timeout:
             self.counts.count('feedforward_late')
         return newest[0]

@@ -7,7 +7,9 @@ within the step's deadline is applied in that step: one step of latency at most,
 joint controller has. When the node falls behind its deadlines the simulation slows (it never
 skips or bunches steps: simulated time is what ``/clock`` says), counted as ``overruns``. With
 ``lockstep_timeout``, once commanded it also waits for a command after each state (one step
-of latency, whatever the machine's load: what the tests and the demo use).
+of latency, whatever the machine's load: what the tests and the demo use), and for a message on
+each of ``lockstep_topics`` (the dynamics node's output, so that the node cannot fall behind a
+faster controller).
 
 Effort commands are what ros2_control's forward_command_controller takes: a
 ``std_msgs/Float64MultiArray`` on ``~/commands``, one value per joint of the ``joints``
@@ -59,6 +61,11 @@ PARAMETERS = {
                               'slows the simulation instead of arriving steps late); when none '
                               'comes (counted as lockstep_timeouts) the simulation runs on in '
                               'real time until commands come again; 0: real time, no wait'),
+    'lockstep_topics': ([''], 'In lockstep, std_msgs/Float64MultiArray topics that must also '
+                              'bring a message after each joint state before the step (the '
+                              "dynamics node's gravity_command: a slower node in the loop then "
+                              'slows the simulation instead of falling behind it); empty: the '
+                              'commands alone'),
     'payload.link': ('', 'Link carrying the payload (run time changeable, with payload.mass '
                          'and payload.com in one change)'),
     'payload.mass': (0.0, 'Payload mass, a point mass [kg]; 0: none'),
@@ -66,7 +73,8 @@ PARAMETERS = {
 }
 READ_ONLY = ('robot_description', 'urdf_file', 'joints', 'initial_positions', 'default_damping',
              'friction', 'urdf_dynamics',
-             'real_time_factor', 'publish_clock', 'hold_until_command', 'lockstep_timeout')
+             'real_time_factor', 'publish_clock', 'hold_until_command', 'lockstep_timeout',
+             'lockstep_topics')
 COUNTERS = ('steps', 'overruns', 'commands', 'commands_refused', 'wrenches', 'wrenches_refused',
             'payloads_refused', 'resets', 'callback_errors', 'lockstep_timeouts')
 
@@ -94,6 +102,11 @@ class SimNode:
         self.diag_pub = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         node.create_subscription(Float64MultiArray, '~/commands',
                                  self._guard(self._on_command, 'commands'), 10)
+        #: Messages received per lockstep topic (only their arrival counts).
+        self.paces = []
+        for k, topic in enumerate(t for t in self._param('lockstep_topics') if t):
+            self.paces.append(0)
+            node.create_subscription(Float64MultiArray, topic, self._pacer(k), 10)
         node.create_subscription(WrenchStamped, '~/wrench',
                                  self._guard(self._on_wrench, 'wrench'), 10)
         node.create_service(Trigger, '~/reset', self._guard(
@@ -138,6 +151,18 @@ class SimNode:
         return robot
 
     # -- inputs -----------------------------------------------------------------------------
+
+    def _pacer(self, k):
+        def on_message(_msg):
+            self.paces[k] += 1
+        return on_message
+
+    def waiting(self, commands, paces):
+        """Whether, in lockstep, the step still waits: no command since ``commands`` was the
+        count, or a lockstep topic without a message since ``paces``.
+        """
+        return self.counts['commands'] == commands or any(
+            now == before for now, before in zip(self.paces, paces))
 
     def _on_command(self, msg):
         try:
@@ -250,7 +275,7 @@ def run(sim, executor):
     period = TIME_STEP / sim.rate
     deadline = time.monotonic()
     while rclpy.ok():
-        commands = sim.counts['commands']
+        commands, paces = sim.counts['commands'], list(sim.paces)
         sim.publish_state()
         deadline += period
         executor.spin_once(timeout_sec=0.0)
@@ -261,7 +286,7 @@ def run(sim, executor):
             executor.spin_once(timeout_sec=remaining)
         if sim.lockstep > 0 and sim.commanded:
             wait_until = time.monotonic() + sim.lockstep
-            while sim.counts['commands'] == commands and rclpy.ok():
+            while sim.waiting(commands, paces) and rclpy.ok():
                 remaining = wait_until - time.monotonic()
                 if remaining <= 0.0:              # the controller is gone: run on
                     sim.counts.count('lockstep_timeouts')
