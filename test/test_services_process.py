@@ -1,5 +1,5 @@
-"""~/compute_fk and ~/solve_ik answered across processes, every error path included, while the
-streaming path keeps serving joint states.
+"""~/compute_fk, ~/solve_ik and ~/solve_ik_path answered across processes, every error path
+included, while the streaming path keeps serving joint states.
 """
 import math
 import time
@@ -10,13 +10,14 @@ from robots import DEMO_ARM
 from ros_helpers import NodeProcess, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
+from geometry_msgs.msg import Pose  # noqa: E402
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue  # noqa: E402
 from rcl_interfaces.srv import SetParameters  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from ros_dynamics.engine import RobotModel  # noqa: E402
 from ros_dynamics.engine.rotations import matrix_from_quat_xyzw, quat_xyzw_from_matrix  # noqa
-from ros_dynamics_interfaces.srv import ComputeFK, SolveIK  # noqa: E402
+from ros_dynamics_interfaces.srv import ComputeFK, SolveIK, SolveIKPath  # noqa: E402
 
 MODEL = RobotModel.from_urdf_file(DEMO_ARM)
 NS = 'svc'
@@ -250,3 +251,108 @@ def test_ik_parameters_set_on_the_dynamics_node_reach_the_services(setup):
         np.testing.assert_allclose(p, T[:3, 3], atol=1e-5)
     finally:
         assert set_tip('').successful
+
+
+@pytest.fixture(scope='module')
+def path_client(setup):
+    node = setup[0]
+    client = node.create_client(SolveIKPath, f'/{NS}/ros_dynamics/solve_ik_path')
+    assert client.wait_for_service(timeout_sec=20.0)
+    return client
+
+
+def path_request(T, frame='', tip='', **fields):
+    """A SolveIKPath request for the poses ``T`` (N, 4, 4) in ``frame``."""
+    req = SolveIKPath.Request()
+    req.header.frame_id, req.tip_frame = frame, tip
+    for T_n in T:
+        w = Pose()
+        w.position.x, w.position.y, w.position.z = (float(v) for v in T_n[:3, 3])
+        o = w.orientation
+        o.x, o.y, o.z, o.w = (float(v) for v in quat_xyzw_from_matrix(T_n[:3, :3]))
+        req.waypoints.append(w)
+    for key, value in fields.items():
+        setattr(req, key, value)
+    return req
+
+
+def straight_line(q0, n, length, direction=(0.0, 0.0, -1.0)):
+    T = np.repeat(MODEL.frame_pose(q0, 'tool0')[None], n, axis=0)
+    T[:, :3, 3] += np.linspace(0.0, length, n)[:, None] * np.asarray(direction)
+    return T
+
+
+def test_solve_ik_path_answers_a_trajectory_on_one_branch(setup, path_client):
+    node = setup[0]
+    q0 = np.array([0.3, -1.2, 1.5, -1.9, -1.5, 0.4])
+    T = straight_line(q0, 100, 0.2)
+    req = path_request(T)
+    req.start_state.name = list(MODEL.joint_names)
+    req.start_state.position = (q0 + 0.02).tolist()
+    res = call(node, path_client, req)
+    assert res.success and res.error_code == CODES.SUCCESS and res.fraction == 1.0, res.message
+    assert res.message.startswith('analytic three_parallel')
+    assert list(res.solution.joint_names) == list(MODEL.joint_names)
+    assert len(res.solution.points) == 100
+    Q = np.array([p.positions for p in res.solution.points])
+    np.testing.assert_allclose(Q[0], q0, atol=1e-9)
+    for q, T_n in zip(Q, T):
+        assert np.abs(MODEL.frame_pose(q, 'tool0') - T_n).max() < 1e-5
+    steps = np.abs(np.diff(Q, axis=0)).max()
+    assert res.largest_joint_step == pytest.approx(steps) and steps < 0.05
+
+
+def test_solve_ik_path_stops_where_the_arm_cannot_follow(setup, path_client):
+    node = setup[0]
+    q0 = np.array([0.0, -1.0, 1.0, -1.5, -1.5, 0.0])
+    p = MODEL.frame_pose(q0, 'tool0')[:3, 3]
+    res = call(node, path_client, path_request(straight_line(q0, 100, 3.0, p / np.linalg.norm(p)),
+                                               start_state=JointState(
+                                                   name=list(MODEL.joint_names),
+                                                   position=q0.tolist())))
+    assert not res.success and res.error_code == CODES.NO_IK_SOLUTION
+    solved = len(res.solution.points)
+    assert 0 < solved < 100 and res.fraction == pytest.approx(solved / 100)
+    assert f'pose {solved}:' in res.message
+
+
+def waypoint_value(index, value, field='x', part='position'):
+    T = straight_line(np.zeros(6), 10, 0.05)
+    req = path_request(T)
+    setattr(getattr(req.waypoints[index], part), field, value)
+    return req
+
+
+def zero_quaternion(index):
+    req = waypoint_value(index, 0.0, 'w', 'orientation')
+    o = req.waypoints[index].orientation
+    o.x = o.y = o.z = 0.0
+    return req
+
+
+@pytest.mark.parametrize('make, code, match', [
+    (lambda: path_request(np.zeros((0, 4, 4))), CODES.INVALID_REQUEST, 'waypoints: expected 1'),
+    (lambda: path_request(np.broadcast_to(np.eye(4), (100_001, 4, 4))), CODES.INVALID_REQUEST,
+     'waypoints: expected 1 to 100000'),
+    (lambda: waypoint_value(7, math.nan), CODES.INVALID_REQUEST, 'waypoint 7: NaN'),
+    (lambda: waypoint_value(3, 1e300, 'w', 'orientation'), CODES.INVALID_REQUEST, 'waypoint 3'),
+    (lambda: zero_quaternion(2), CODES.INVALID_REQUEST, 'waypoint 2: zero quaternion'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), max_joint_step=math.nan),
+     CODES.INVALID_REQUEST, 'max_joint_step'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), max_joint_step=7.0),
+     CODES.INVALID_REQUEST, 'max_joint_step'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), tip='nope'),
+     CODES.INVALID_LINK_NAME, 'nope'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), frame='nope'),
+     CODES.FRAME_TRANSFORM_FAILURE, 'nope'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), active_joints=['nope']),
+     CODES.INVALID_GROUP_NAME, 'active_joints'),
+    (lambda: path_request(straight_line(np.zeros(6), 3, 0.01), position_tolerance=-1.0),
+     CODES.INVALID_REQUEST, 'position_tolerance'),
+])
+def test_solve_ik_path_refuses_bad_requests_with_their_codes(setup, path_client, make, code,
+                                                            match):
+    res = call(setup[0], path_client, make(), timeout=10.0)
+    assert not res.success and res.error_code == code, res.message
+    assert match in res.message
+    assert len(res.solution.points) == 0

@@ -13,6 +13,7 @@ configuration whose errors are within both tolerances is a success; otherwise th
 found is returned with ``success=False``.
 """
 from dataclasses import dataclass, field
+import math
 import threading
 import time
 from typing import Optional
@@ -212,6 +213,11 @@ def _analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_to
     nearest the seed first; a failure when the target is out of reach of an exact geometry;
     None when the numerical search should try (every solution outside the limits).
     """
+    if active is None and not family.snapped:
+        result = _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol,
+                               max_solutions)
+        if result is not None:
+            return result
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
     x_seed = q_seed[chain.moved]
@@ -256,5 +262,58 @@ def _analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_to
                     f'{method}: {len(found)} solution(s)', solutions=list(qs), method=method)
 
 
+def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solutions):
+    """:func:`_analytic_result` in Python floats for an exact geometry with every joint
+    active -- the common case, a few times faster -- or None to take the general way (no
+    exact solution inside the limits, or the best one's error above a tolerance).
+    """
+    x_seed = q_seed[chain.moved].tolist()
+    bounds = list(zip(x_seed, model.lower_limits[chain.moved].tolist(),
+                      model.upper_limits[chain.moved].tolist()))
+    ranked = []
+    for q, exact in family.solve_one(T_target[:3, :3], T_target[:3, 3]):
+        x = _turned_into_limits(q, bounds) if exact else None
+        if x is not None:
+            ranked.append((math.sqrt(sum((a - s) ** 2 for a, s in zip(x, x_seed))), x))
+    ranked.sort(key=lambda r: r[0])
+    found, distances = [], []
+    for d, x in ranked:
+        # A same solution is as far from the seed (within _DISTINCT): compare only those.
+        if all(sum((a - b) ** 2 for a, b in zip(x, y)) >= _DISTINCT ** 2
+               for y, dy in zip(found, distances) if d - dy < _DISTINCT):
+            found.append(x)
+            distances.append(d)
+    if not found:
+        return None
+    found = found[:max_solutions] if max_solutions else found
+    qs = np.repeat(q_seed[None], len(found), axis=0)
+    qs[:, chain.moved] = found
+    e = pose_error(chain.poses(qs[:1, chain.moved])[0], T_target)
+    p_err, o_err = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+    if p_err > p_tol or o_err > o_tol:
+        return None
+    method = f'analytic {family.name}'
+    return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
+                    solutions=list(qs), method=method)
+
+
+def _turned_into_limits(q, bounds):
+    """``q`` (floats) with each angle moved by the whole turns nearest its seed inside its
+    limits (as :func:`~ros_dynamics.engine.ik_analytic.in_limits`), or None.
+    """
+    out = []
+    for x, (seed, lower, upper) in zip(q, bounds):
+        k = round((seed - x) / _TURN)
+        for dk in (0, -1, 1):
+            v = x + (k + dk) * _TURN
+            if lower <= v <= upper:
+                out.append(v)
+                break
+        else:
+            return None
+    return out
+
+
+_TURN = 2.0 * math.pi
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3

@@ -24,12 +24,26 @@ then polished by Gauss-Newton steps on the true chain (:func:`polish`). Chains t
 family are left to the numerical solver (:mod:`~ros_dynamics.engine.ik_search`).
 """
 from dataclasses import dataclass, replace
+from functools import cached_property
+import math
 from typing import Optional
 
 import numpy as np
 
 from .rotations import cross, log_so3
-from .subproblems import rot, sp1, sp2, sp3, sp4
+from .subproblems import (
+    dot3,
+    rot,
+    rotate3,
+    sp1,
+    sp1_one,
+    sp2,
+    sp2_one,
+    sp3,
+    sp3_one,
+    sp4,
+    sp4_one,
+)
 
 #: Axes whose directions differ by less than this [rad] count as parallel.
 ANGLE_TOLERANCE = 2e-3
@@ -108,6 +122,32 @@ class Family:
     geometry: Geometry
     snapped: bool
     shoulder: str = ''
+
+    @cached_property
+    def _vectors(self):
+        """The geometry as 3-tuples of floats for :meth:`solve_one`."""
+        g = self.geometry
+        h = [tuple(v) for v in g.h.tolist()]
+        o = g.o
+        diffs = [tuple(v) for v in (np.diff(o, axis=0)).tolist()]
+        return {'h': h, 'p01': tuple(o[0].tolist()), 'p': diffs,
+                'p6T': tuple((g.p0 - o[5]).tolist()), 'R0': g.R0.tolist(),
+                'w2': tuple(_perpendicular(g.h[1]).tolist()),
+                'w6': tuple(_perpendicular(g.h[5]).tolist())}
+
+    def solve_one(self, R, p):
+        """:meth:`solve` for one pose, in Python floats (a few times faster for one pose):
+        eight ``(q, exact)``, ``q`` a 6-tuple.
+        """
+        if self.geometry.reversed:
+            R, p = R.T, -R.T @ p
+        v = self._vectors
+        R06 = [[sum(a * b for a, b in zip(row, r0)) for r0 in v['R0']] for row in R.tolist()]
+        solver = _three_parallel_one if self.name == 'three_parallel' else _spherical_wrist_one
+        out = solver(v, R06, tuple(p.tolist()), self.shoulder)
+        if self.geometry.reversed:
+            out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
+        return out
 
     def solve(self, R, p):
         """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),
@@ -289,3 +329,84 @@ def in_limits(X, x_seed, lower, upper):
         fits = (v >= lower) & (v <= upper) & np.isnan(best)
         best[fits] = v[fits]
     return best, ~np.isnan(best).any(axis=1)
+
+
+def _apply(M, v):
+    """``M v`` for a 3x3 nested list and a 3-tuple."""
+    return tuple(r[0] * v[0] + r[1] * v[1] + r[2] * v[2] for r in M)
+
+
+def _apply_t(M, v):
+    """``M^T v`` for a 3x3 nested list and a 3-tuple."""
+    return tuple(M[0][i] * v[0] + M[1][i] * v[1] + M[2][i] * v[2] for i in range(3))
+
+
+def _sub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def _add(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def _neg(a):
+    return (-a[0], -a[1], -a[2])
+
+
+def _three_parallel_one(v, R06, p, _shoulder):
+    """:func:`_three_parallel` for one pose (see :meth:`Family.solve_one`)."""
+    h1, h2, h3, _, h5, h6 = v['h']
+    p12, p23, p34, p45, _ = v['p']
+    x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
+    d1 = dot3(h2, _add(_add(p12, p23), _add(p34, p45)))
+    R06h6, w = _apply(R06, h6), v['w2']
+    out = []
+    q1s, e1 = sp4_one(x, h2, h1, d1)
+    for q1 in q1s:
+        a = rotate3(h1, -q1, R06h6)                                  # R16 h6
+        b = _apply_t(R06, rotate3(h1, q1, h2))                       # R16^T h2
+        x1base = _sub(rotate3(h1, -q1, x), p12)
+        q5s, e5 = sp4_one(h2, h6, h5, dot3(h2, a))
+        for q5 in q5s:
+            q6 = sp1_one(b, rotate3(h5, -q5, h2), h6)
+            R14w = rotate3(h1, -q1, _apply(R06, rotate3(h6, -q6, rotate3(h5, -q5, w))))
+            q14 = sp1_one(w, R14w, h2)
+            x1 = _sub(x1base, rotate3(h2, q14, p45))
+            q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))
+            for q3 in q3s:
+                q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
+                out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e1 and e5 and e3))
+    return out
+
+
+def _spherical_wrist_one(v, R06, p, shoulder):
+    """:func:`_spherical_wrist` for one pose (see :meth:`Family.solve_one`)."""
+    h1, h2, h3, h4, h5, h6 = v['h']
+    p12, p23, p3c, _, _ = v['p']
+    c = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])              # wrist centre - p01
+    arms = []                                                        # (q1, q2, q3, exact)
+    if shoulder == 'parallel':
+        q1s, e1 = sp4_one(c, h2, h1, dot3(h2, _add(_add(p12, p23), p3c)))
+        for q1 in q1s:
+            y = _sub(rotate3(h1, -q1, c), p12)
+            q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(y, y)))
+            for q3 in q3s:
+                q2 = sp1_one(_add(p23, rotate3(h3, q3, p3c)), y, h2)
+                arms.append((q1, q2, q3, e1 and e3))
+    else:
+        q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(c, c)))
+        for q3 in q3s:
+            pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
+            arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
+    R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
+    out = []
+    for q1, q2, q3, e in arms:
+        back = [(h1, -q1), (h2, -q2), (h3, -q3)]
+        R36h6, R36w = R06h6, R06w
+        for k, t in back:
+            R36h6, R36w = rotate3(k, t, R36h6), rotate3(k, t, R36w)
+        pairs, e45 = sp2_one(R36h6, h6, _neg(h4), h5)
+        for q4, q5 in pairs:
+            q6 = sp1_one(v['w6'], rotate3(h5, -q5, rotate3(h4, -q4, R36w)), h6)
+            out.append(((q1, q2, q3, q4, q5, q6), e and e45))
+    return out

@@ -14,8 +14,11 @@ Conventions: ``k``, ``k1``, ``k2``, ``h`` are unit axes; ``rot(k, theta)`` rotat
 [rad] about ``k`` (right hand); vectors are ``(..., 3)`` arrays and every leading dimension is a
 batch (one pose, a path of poses, the branches of a solve). Subproblems with two solutions
 return them in a trailing axis of size 2; where there is one (tangency, least squares) it
-appears twice.
+appears twice. The ``*_one`` forms solve one problem in Python floats (3-tuples), for a
+single pose, where NumPy's fixed cost per call would dominate.
 """
+import math
+
 import numpy as np
 
 from .rotations import cross
@@ -92,3 +95,63 @@ def sp2(p, q, k1, k2):
 def _wrap(theta):
     """Angles moved into [-pi, pi)."""
     return (theta + np.pi) % (2.0 * np.pi) - np.pi
+
+
+# --- one problem at a time, in Python floats ----------------------------------------------------
+# The same subproblems for 3-tuples of floats: for a single pose, where the NumPy calls' fixed
+# cost (a microsecond each) would dominate.
+
+def dot3(a, b):
+    """``a . b`` (3-tuples)."""
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def cross3(a, b):
+    """``a x b`` (3-tuples)."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+def rotate3(k, theta, v):
+    """``rot(k, theta) v`` for a unit axis ``k`` and a vector ``v`` (3-tuples)."""
+    c, s = math.cos(theta), math.sin(theta)
+    kv = (k[0] * v[0] + k[1] * v[1] + k[2] * v[2]) * (1.0 - c)
+    return (v[0] * c + (k[1] * v[2] - k[2] * v[1]) * s + k[0] * kv,
+            v[1] * c + (k[2] * v[0] - k[0] * v[2]) * s + k[1] * kv,
+            v[2] * c + (k[0] * v[1] - k[1] * v[0]) * s + k[2] * kv)
+
+
+def sp1_one(p, q, k):
+    """:func:`sp1` for one problem (3-tuples): the angle."""
+    kp = dot3(k, p)
+    return math.atan2(dot3(k, cross3(p, q)), dot3(q, p) - kp * dot3(k, q))
+
+
+def sp4_one(h, p, k, d):
+    """:func:`sp4` for one problem (3-tuples): ``(theta_a, theta_b), exact``."""
+    hk, kp = dot3(h, k), dot3(k, p)
+    a = dot3(h, cross3(k, p))
+    b = dot3(h, p) - hk * kp
+    c = d - hk * kp
+    r = math.hypot(a, b)
+    phi = math.atan2(a, b)
+    ratio = c / r if r > 0.0 else 2.0
+    exact = abs(ratio) <= 1.0 + _TANGENT
+    half = math.acos(min(1.0, max(-1.0, ratio)))
+    return (_wrap_one(phi + half), _wrap_one(phi - half)), exact
+
+
+def sp3_one(p, q, k, d):
+    """:func:`sp3` for one problem (3-tuples)."""
+    return sp4_one(q, p, k, 0.5 * (dot3(p, p) + dot3(q, q) - d * d))
+
+
+def sp2_one(p, q, k1, k2):
+    """:func:`sp2` for one problem (3-tuples): ``((theta1, theta2), (theta1, theta2)),
+    exact``.
+    """
+    theta1, exact = sp4_one(k2, p, k1, dot3(k2, q))
+    return tuple((t, sp1_one(q, rotate3(k1, t, p), k2)) for t in theta1), exact
+
+
+def _wrap_one(theta):
+    return (theta + math.pi) % (2.0 * math.pi) - math.pi

@@ -1,11 +1,13 @@
-"""The ``compute_fk`` and ``solve_ik`` services of the dynamics node, on a node of their own.
+"""The ``compute_fk``, ``solve_ik`` and ``solve_ik_path`` services of the dynamics node, on a
+node of their own.
 
 :class:`KinematicsServiceNode` is a companion of
 :class:`~ros_dynamics.ros.dynamics_node.DynamicsNode` offering the services under the names the
-dynamics node resolves for ``~/solve_ik`` and ``~/compute_fk`` (so remap rules given to the
-dynamics node apply), with the dynamics node's ``use_sim_time``. Its executor has several
-threads and the two services separate callback groups: a long IK solve never holds up
-``compute_fk``, and IK solves (and the seed tables built between them) run one at a time. The
+dynamics node resolves for ``~/solve_ik``, ``~/solve_ik_path`` and ``~/compute_fk`` (so remap
+rules given to the dynamics node apply), with the dynamics node's ``use_sim_time``. Its executor
+has several threads and FK and IK separate callback groups: a long IK solve never holds up
+``compute_fk``, and IK solves and paths (and the seed tables built between them) run one at a
+time. The
 request queues are deep (:data:`SERVICE_QOS`), so bursts of requests from many clients are all
 answered. The dynamics node hands it each model it serves with the validated settings
 (:meth:`KinematicsServiceNode.serve`); requests are turned into responses by
@@ -21,7 +23,14 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from ..engine import DynamicsError, IKSolver
 from .guard import guarded
-from .kinematics_requests import RequestError, compute_fk, fill_ik_response, ik_problem
+from .kinematics_requests import (
+    RequestError,
+    compute_fk,
+    fill_ik_path_response,
+    fill_ik_response,
+    ik_path_problem,
+    ik_problem,
+)
 from .settings import IKSettings
 from .throttled_log import ThrottledLog
 
@@ -63,11 +72,11 @@ class KinematicsServiceNode(Node):
         self._served = None              # swapped whole by serve()
         self._requested = []             # tip frames asked for, tables built between requests
         try:
-            from ros_dynamics_interfaces.srv import ComputeFK, SolveIK
+            from ros_dynamics_interfaces.srv import ComputeFK, SolveIK, SolveIKPath
         except ImportError:
             dynamics_node.get_logger().warning(
-                'ros_dynamics_interfaces is not built: the solve_ik and compute_fk services are '
-                'off; everything else works')
+                'ros_dynamics_interfaces is not built: the solve_ik, solve_ik_path and '
+                'compute_fk services are off; everything else works')
             self.available = False
             return
         self.available = True
@@ -79,6 +88,10 @@ class KinematicsServiceNode(Node):
         self.create_service(
             SolveIK, dynamics_node.resolve_service_name('~/solve_ik'),
             self._guard(self._on_solve_ik, 'solve_ik', failure_response),
+            qos_profile=SERVICE_QOS, callback_group=ik_group)
+        self.create_service(
+            SolveIKPath, dynamics_node.resolve_service_name('~/solve_ik_path'),
+            self._guard(self._on_solve_ik_path, 'solve_ik_path', failure_response),
             qos_profile=SERVICE_QOS, callback_group=ik_group)
         self.create_timer(0.25, self._guard(self._prepare_seed_tables, 'seed tables'),
                           callback_group=ik_group)
@@ -135,21 +148,26 @@ class KinematicsServiceNode(Node):
                 return
 
     def _on_solve_ik(self, request, response):
+        return self._answer(request, response, ik_problem, _solve_pose, fill_ik_response)
+
+    def _on_solve_ik_path(self, request, response):
+        return self._answer(request, response, ik_path_problem, _solve_path,
+                            fill_ik_path_response)
+
+    def _answer(self, request, response, validate, solve, fill):
+        """The response to an IK request: ``validate`` it into a problem, ``solve`` that with
+        the served solver, ``fill`` the response; or the error code of a refused request.
+        """
         served = self._served
         codes = type(response)
         try:
             if served is None:
                 raise RequestError(codes.NO_MODEL, 'no robot model loaded yet')
-            problem = ik_problem(served.model, self._latest_q(), request, served.ik, codes,
-                                 served.frame_prefix)
+            problem = validate(served.model, self._latest_q(), request, served.ik, codes,
+                               served.frame_prefix)
             if problem.tip not in self._requested and len(self._requested) < MAX_SEED_TABLES:
                 self._requested.append(problem.tip)
-            result = served.solver.solve(
-                problem.tip, problem.T_world_target, problem.q_seed,
-                position_tolerance=problem.position_tolerance,
-                orientation_tolerance=problem.orientation_tolerance,
-                position_only=problem.position_only, timeout=problem.timeout,
-                active_joints=problem.active_joints)
+            result = solve(served.solver, problem)
         except RequestError as err:
             self._diagnostics.count('requests_refused')
             response.error_code, response.message = err.code, str(err)
@@ -160,8 +178,17 @@ class KinematicsServiceNode(Node):
                 else codes.INVALID_REQUEST
             response.message = str(err)[:1000]
             return response
-        return fill_ik_response(served.model, problem, result, response,
-                                self.get_clock().now().to_msg())
+        return fill(served.model, problem, result, response, self.get_clock().now().to_msg())
+
+
+def _solve_pose(solver, problem):
+    return solver.solve(problem.tip, problem.T_world_target, problem.q_seed,
+                        position_only=problem.position_only, **problem.options())
+
+
+def _solve_path(solver, problem):
+    return solver.solve_path(problem.tip, problem.T_world_target, problem.q_seed,
+                             max_joint_step=problem.max_joint_step, **problem.options())
 
 
 def failure_response(request, response, error):
