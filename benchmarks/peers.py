@@ -7,6 +7,7 @@ in kinematics or dynamics).
 """
 import os
 import tempfile
+import time
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -445,6 +446,106 @@ class TracIK:
         q = q_seed.copy()
         q[self.index] = out[1:]
         return q
+
+
+class Subproblems:
+    """An analytic peer built on subproblem decomposition (EAIK, IK-Geo): its model of the arm
+    built from our forward kinematics at the zero configuration (axes ``H``, offsets ``P``;
+    their tool frame is base-aligned at zero, so targets are turned by the tool's zero
+    rotation ``R0`` first -- EAIK's own URDF reader drops the tool frame). Every solution it
+    returns that is exact (not least squares) is shifted by whole turns toward the seed inside
+    the limits; :meth:`solve` gives them nearest the seed first.
+    """
+
+    #: Whether the peer needs the points on meeting axes placed where they meet (IK-Geo).
+    snapped = False
+
+    def __init__(self, model, tip):
+        from ros_dynamics.engine import IKSolver, ik_analytic
+        solver = IKSolver(model)
+        chain = solver.chain(tip)
+        g = ik_analytic.geometry(chain, np.zeros(len(chain.moved)),
+                                 np.ones(len(chain.moved), dtype=bool))
+        if g is None:
+            raise RuntimeError('not a chain of six revolute joints')
+        self.family = solver.family(tip)
+        if self.snapped and self.family is not None:
+            g = self.family.geometry       # the points on the axes moved to where they meet
+        self.H, self.R0, self.index = g.h, g.R0, chain.moved
+        self.P = np.vstack([g.o[0], np.diff(g.o, axis=0), g.p0 - g.o[5]])
+        self.lower, self.upper = model.lower_limits[self.index], model.upper_limits[self.index]
+        self.in_limits = ik_analytic.in_limits
+
+    def solve(self, q_seed, T):
+        """Every exact in-limit solution (nq,) for ``T`` (4, 4), nearest ``q_seed`` first, and
+        the seconds the peer's own call took (the shifting into the limits is ours, untimed).
+        """
+        R, p = T[:3, :3] @ self.R0.T, T[:3, 3]
+        start = time.perf_counter()
+        raw = self.raw(R, p)
+        seconds = time.perf_counter() - start
+        return self._ranked(q_seed, raw), seconds
+
+    def _ranked(self, q_seed, raw):
+        if not raw:
+            return []
+        X, inside = self.in_limits(np.array(raw), q_seed[self.index], self.lower, self.upper)
+        out = []
+        for x in X[inside]:
+            if all(np.abs(x - y).max() > 1e-6 for y in out):
+                out.append(x)
+        out.sort(key=lambda x: np.linalg.norm(x - q_seed[self.index]))
+        qs = []
+        for x in out:
+            q = q_seed.copy()
+            q[self.index] = x
+            qs.append(q)
+        return qs
+
+
+class EAIK(Subproblems):
+    """EAIK (Ostermeier et al., C++ via pybind11): finds the decomposition itself."""
+
+    name = 'EAIK (C++)'
+
+    def __init__(self, model, tip):
+        super().__init__(model, tip)
+        from eaik.IK_HP import HPRobot
+        self.robot = HPRobot(self.H, self.P)
+        if not self.robot.hasKnownDecomposition():
+            raise RuntimeError(f'no decomposition ({self.robot.getKinematicFamily()})')
+
+    def raw(self, R, p):
+        """EAIK's exact solutions (6,) for the tool-turned rotation ``R`` and position ``p``."""
+        pose = np.eye(4)
+        pose[:3, :3], pose[:3, 3] = R, p
+        sol = self.robot.IK(pose)
+        return [q for q, ls in zip(sol.Q, sol.is_LS) if not ls]
+
+
+class IKGeo(Subproblems):
+    """IK-Geo (Elias and Wen, Rust via PyO3): the family is chosen by hand (ours), and it reads
+    rotation matrices column-major (the transpose is passed).
+    """
+
+    name = 'IK-Geo (Rust)'
+    snapped = True
+    FAMILIES = {('three_parallel', ''): 'three_parallel_two_intersecting',
+                ('spherical_wrist', 'parallel'): 'spherical_two_parallel',
+                ('spherical_wrist', 'meeting'): 'spherical_two_intersecting'}
+
+    def __init__(self, model, tip):
+        super().__init__(model, tip)
+        import ik_geo
+        f = self.family
+        if f is None or f.geometry.reversed:
+            raise RuntimeError('no family IK-Geo solves forwards')
+        self.robot = getattr(ik_geo.Robot, self.FAMILIES[(f.name, f.shoulder)])(
+            self.H.tolist(), self.P.tolist())
+
+    def raw(self, R, p):
+        """IK-Geo's exact solutions (6,) for the tool-turned rotation ``R`` and position ``p``."""
+        return [q for q, ls in self.robot.get_ik(R.T.tolist(), p.tolist()) if not ls]
 
 
 class PoseCheck:

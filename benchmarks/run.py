@@ -206,7 +206,7 @@ def bench_ik(targets, slow_targets, rng, arms):
         table = solver.prepare(tip)            # one-time seed table, outside the timed solves
         prepare_ms = (time.perf_counter() - t) * 1e3
         rows = {}
-        answers, times = [], []
+        answers, times, counts = [], [], []
         for i, T in enumerate(goals):
             t = time.perf_counter()
             res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
@@ -214,7 +214,21 @@ def bench_ik(targets, slow_targets, rng, arms):
                                orientation_tolerance=IK_TOLERANCE)
             times.append(time.perf_counter() - t)
             answers.append(res.q if res.success else None)
-        rows['ros_dynamics'] = _ik_row(check, goals, answers, times)
+            counts.append(len(res.solutions))
+        rows['ros_dynamics'] = _ik_row(check, goals, answers, times, counts)
+        rows['ros_dynamics']['method'] = res.method
+        for peer in (peers.EAIK, peers.IKGeo):
+            try:
+                p = peer(model, tip)
+                answers, times, counts = [], [], []
+                for T in goals:
+                    qs, seconds = p.solve(seed, T)
+                    times.append(seconds)
+                    answers.append(qs[0] if qs else None)
+                    counts.append(len(qs))
+                rows[peer.name] = _ik_row(check, goals, answers, times, counts)
+            except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
+                rows[peer.name] = {'note': f'n/a: {err}'[:160]}
         try:
             trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
             answers, times = [], []
@@ -290,9 +304,10 @@ def _slow_ik_peers(model, tip, path, chain, seed, goals, check):
     return rows
 
 
-def _ik_row(check, goals, answers, times):
+def _ik_row(check, goals, answers, times, counts=None):
     """Success rates (each error component within the tolerance, TRAC-IK's test; and both error
-    norms within it, ours), the answers inside the limits, and solve times.
+    norms within it, ours), the answers inside the limits, solve times, and the mean number of
+    solutions returned per target (``counts``, for solvers that return every one).
     """
     componentwise = norms = 0
     for q, T in zip(answers, goals):
@@ -302,9 +317,73 @@ def _ik_row(check, goals, answers, times):
         componentwise += inside and max(np.abs(dp).max(), np.abs(dtheta).max()) <= IK_TOLERANCE
         norms += inside and max(np.linalg.norm(dp), np.linalg.norm(dtheta)) <= IK_TOLERANCE
     times = np.array(times) * 1e3
-    return {'success': componentwise / len(times), 'success_norms': norms / len(times),
-            'median_ms': float(np.median(times)), 'p99_ms': float(np.percentile(times, 99)),
-            'max_ms': float(times.max()), 'solves': len(times)}
+    row = {'success': componentwise / len(times), 'success_norms': norms / len(times),
+           'median_ms': float(np.median(times)), 'p99_ms': float(np.percentile(times, 99)),
+           'max_ms': float(times.max()), 'solves': len(times)}
+    if counts is not None:
+        row['solutions'] = float(np.mean(counts))
+    return row
+
+
+#: Arms of the path section: (URDF, tip) of IK_ARMS.
+PATH_ARMS = ('ur5', 'kinova', 'z1', 'panda')
+
+
+def bench_ik_path(paths, poses, rng):
+    """Cartesian paths: ``poses`` poses along a straight line (2 mm apart, the tip's
+    orientation kept) from a random configuration, solved by ``IKSolver.solve_path`` in one
+    call and by TRAC-IK in a loop, each pose seeded with the previous answer. Every answer is
+    checked with Pinocchio; a path counts as followed when every pose is solved and no joint
+    moves more than 0.5 rad between poses (no branch jump).
+    """
+    out = {}
+    for robot in PATH_ARMS:
+        rel, tip = IK_ARMS[robot]
+        path = erd(rel)
+        model = load(path)
+        check = peers.PoseCheck(model, tip, path)
+        solver = IKSolver(model)
+        trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
+        lines = []
+        while len(lines) < paths:
+            q0 = model.random_configuration(rng)
+            d = rng.normal(size=3)
+            T = np.repeat(model.frame_pose(q0, tip)[None], poses, axis=0)
+            T[:, :3, 3] += np.arange(poses)[:, None] * 0.002 * d / np.linalg.norm(d)
+            lines.append((q0, T))
+        ours, theirs = _path_runs(lines, check, lambda q0, T: solver.solve_path(
+            tip, T, q0, position_tolerance=IK_TOLERANCE, orientation_tolerance=IK_TOLERANCE,
+            timeout=1.0).q), _path_runs(lines, check, lambda q0, T: _trac_loop(trac, q0, T))
+        out[robot] = {'paths': paths, 'poses': poses, 'method': solver.solve(
+            tip, lines[0][1][0], lines[0][0]).method, 'ros_dynamics': ours, trac.name: theirs}
+        print(f'[bench] IK paths on {robot} done', flush=True)
+    return out
+
+
+def _trac_loop(trac, q0, T):
+    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
+    q, out = q0, []
+    for T_n in T:
+        q = trac.solve(q, T_n[:3, 3].tolist(), quat_xyzw_from_matrix(T_n[:3, :3]).tolist())
+        if q is None:
+            return None
+        out.append(q)
+    return np.array(out)
+
+
+def _path_runs(lines, check, solve):
+    times, followed = [], 0
+    for q0, T in lines:
+        t = time.perf_counter()
+        Q = solve(q0, T)
+        times.append(time.perf_counter() - t)
+        if Q is None or np.abs(np.diff(Q, axis=0)).max() > 0.5:
+            continue
+        followed += all(inside and max(np.abs(dp).max(), np.abs(dt).max()) <= IK_TOLERANCE
+                        for inside, dp, dt in (check.errors(q, T_n) for q, T_n in zip(Q, T)))
+    times = np.array(times) * 1e3
+    return {'followed': followed / len(lines), 'median_ms': float(np.median(times)),
+            'p99_ms': float(np.percentile(times, 99))}
 
 
 def bench_deadline(solves, rng):
@@ -536,7 +615,7 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='tiny sizes (a smoke run)')
     parser.add_argument('--output', default=os.path.join(HERE, 'results'))
     parser.add_argument('--only', nargs='*', default=None,
-                        help='sections: engine trajectory ik deadline node scaling')
+                        help='sections: engine trajectory ik path deadline node scaling')
     parser.add_argument('--robots', nargs='*', default=list(ROBOTS),
                         help=f'robots of the engine section: {list(ROBOTS)}')
     parser.add_argument('--arms', nargs='*', default=list(IK_ARMS),
@@ -544,7 +623,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     quick = args.quick
     rng = np.random.default_rng(20261121)
-    sections = args.only or ['engine', 'trajectory', 'ik', 'deadline', 'node', 'scaling']
+    sections = args.only or ['engine', 'trajectory', 'ik', 'path', 'deadline', 'node',
+                             'scaling']
     results = {'machine': machine(), 'quick': quick}
     previous = os.path.join(args.output, 'results.json')
     if args.only and os.path.isfile(previous):       # a partial run updates its sections
@@ -556,6 +636,8 @@ def main(argv=None):
         results['trajectory'] = bench_trajectory(50 if quick else 1000, rng, 3 if quick else 15)
     if 'ik' in sections:
         results['ik'] = bench_ik(10 if quick else 1500, 3 if quick else 100, rng, args.arms)
+    if 'path' in sections:
+        results['ik_path'] = bench_ik_path(2 if quick else 30, 100, rng)
     if 'deadline' in sections:
         results['deadline'] = bench_deadline(20 if quick else 2000, rng)
     if 'node' in sections:

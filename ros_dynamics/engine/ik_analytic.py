@@ -305,7 +305,7 @@ def polish(chain, X, T_targets, active, tolerance):
     :data:`POLISH_STEPS`; in place. For solutions of a snapped geometry, which are off by about
     the snapping.
     """
-    for _ in range(POLISH_STEPS):
+    for _ in range(POLISH_STEPS if len(X) else 0):
         T, JT = chain.evaluate(X)
         e = pose_errors(T, T_targets)
         if np.abs(e).max() <= tolerance:

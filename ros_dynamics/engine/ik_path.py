@@ -4,7 +4,8 @@
 (:mod:`~ros_dynamics.engine.ik_analytic`) solves every pose in one batched call, all branches
 together; the path then starts on the solution nearest the seed and, pose after pose, takes the
 solution nearest the previous one (each joint moved by whole turns toward it inside its limits).
-Other chains solve pose after pose numerically, each seeded with the previous solution. Either
+Other chains solve pose after pose (:meth:`IKSolver.solve`: numerically, or analytically with
+an end joint held for seven-joint arms), each seeded with the previous solution. Either
 way a path is a success only when every pose is reached within the tolerances and no joint
 moves more than ``max_joint_step`` between consecutive poses: a larger jump means the arm
 would have to change branch (pass a singularity or a limit), and the path fails naming the
@@ -36,7 +37,8 @@ class PathResult:
     the seed if none); success: every pose solved with no jump; solved: poses solved in order
     before the first failure (N on success); position_error [m], orientation_error [rad] (N,)
     of ``q`` (NaN from ``solved`` on); max_joint_step: the largest joint move between
-    consecutive solved poses; method: 'analytic <family>' or 'numerical'; message.
+    consecutive solved poses; method: 'analytic <family>' or 'pose by pose (<the solves'
+    methods>)'; message.
     """
 
     q: np.ndarray
@@ -74,7 +76,7 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     active = active_mask(model, chain, active_joints)
     family = solver._family(chain, q_seed, active)
     if family is None:
-        return _numerical(solver, tip_frame, T, q_seed, position_tolerance,
+        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                           orientation_tolerance, step, active_joints, deadline)
     if chain.root_body:
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
@@ -133,11 +135,11 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
 
 
-def _numerical(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline):
+def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline):
     N = len(T)
     q = np.repeat(q_seed[None], N, axis=0)
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
-    prev, largest, message, solved = q_seed, 0.0, '', N
+    prev, largest, message, solved, methods = q_seed, 0.0, '', N, set()
     for n in range(N):
         left = deadline - time.monotonic()
         if left <= 0:
@@ -145,6 +147,7 @@ def _numerical(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadli
             break
         r = solver.solve(tip, T[n], prev, position_tolerance=p_tol, orientation_tolerance=o_tol,
                          timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1)
+        methods.add(r.method)
         if not r.success:
             message, solved = f'pose {n}: {r.message}', n
             break
@@ -158,5 +161,6 @@ def _numerical(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadli
         q[n], pe[n], oe[n], prev = r.q, r.position_error, r.orientation_error, r.q
     if solved < N:
         q[solved:] = q[solved - 1] if solved else q_seed
-    message = message or f'numerical: {N} poses, largest joint step {largest:.3g}'
-    return PathResult(q, solved == N, solved, pe, oe, largest, 'numerical', message)
+    method = f'pose by pose ({", ".join(sorted(methods))})'
+    message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
+    return PathResult(q, solved == N, solved, pe, oe, largest, method, message)

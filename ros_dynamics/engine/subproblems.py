@@ -122,15 +122,24 @@ def rotate3(k, theta, v):
 
 def sp1_one(p, q, k):
     """:func:`sp1` for one problem (3-tuples): the angle."""
-    kp = dot3(k, p)
-    return math.atan2(dot3(k, cross3(p, q)), dot3(q, p) - kp * dot3(k, q))
+    px, py, pz = p
+    qx, qy, qz = q
+    kx, ky, kz = k
+    kp = kx * px + ky * py + kz * pz
+    kq = kx * qx + ky * qy + kz * qz
+    return math.atan2(kx * (py * qz - pz * qy) + ky * (pz * qx - px * qz)
+                      + kz * (px * qy - py * qx), qx * px + qy * py + qz * pz - kp * kq)
 
 
 def sp4_one(h, p, k, d):
     """:func:`sp4` for one problem (3-tuples): ``(theta_a, theta_b), exact``."""
-    hk, kp = dot3(h, k), dot3(k, p)
-    a = dot3(h, cross3(k, p))
-    b = dot3(h, p) - hk * kp
+    hx, hy, hz = h
+    px, py, pz = p
+    kx, ky, kz = k
+    hk = hx * kx + hy * ky + hz * kz
+    kp = kx * px + ky * py + kz * pz
+    a = hx * (ky * pz - kz * py) + hy * (kz * px - kx * pz) + hz * (kx * py - ky * px)
+    b = hx * px + hy * py + hz * pz - hk * kp
     c = d - hk * kp
     r = math.hypot(a, b)
     phi = math.atan2(a, b)

@@ -1,0 +1,182 @@
+"""The answers of closed-form IK: :class:`IKResult`, and every solution of an analytic family
+(:mod:`~ros_dynamics.engine.ik_analytic`, :mod:`~ros_dynamics.engine.ik_held`) checked against
+the tolerances on the true chain, moved by whole turns toward the seed inside the joint limits,
+deduplicated and ranked by distance to the seed.
+"""
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+
+from . import ik_analytic, ik_held
+from .ik_search import pose_error
+
+
+@dataclass
+class IKResult:
+    """Outcome of :func:`solve_ik`.
+
+    q (nq,): the solution (success) or the best configuration found; success: both errors within
+    tolerance; position_error [m], orientation_error [rad] of ``q``; iterations: over all
+    attempts; attempts: seeds tried; timed_out: the deadline stopped the search; message;
+    solutions: distinct converged configurations ranked by distance to the seed (``q`` first);
+    method: what answered -- ``'analytic <family>'`` (:mod:`~ros_dynamics.engine.ik_analytic`)
+    or ``'numerical'``.
+    """
+
+    q: np.ndarray
+    success: bool
+    position_error: float
+    orientation_error: float
+    iterations: int
+    attempts: int
+    message: str
+    timed_out: bool = False
+    solutions: list = field(default_factory=list)
+    method: str = 'numerical'
+
+
+def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
+                     max_solutions):
+    """Every solution of ``family`` inside the limits and tolerances as an :class:`IKResult`,
+    nearest the seed first; a failure when the target is out of reach of an exact geometry;
+    None when the numerical search should try (every solution outside the limits).
+    """
+    if active is None and not family.snapped:
+        result = _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol,
+                               max_solutions)
+        if result is not None:
+            return result
+    act = np.ones(len(chain.moved), dtype=bool) if active is None else active
+    Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
+    x_seed = q_seed[chain.moved]
+    X = np.repeat(x_seed[None], Q.shape[1], axis=0)
+    X[:, act] = Q[0]
+    if family.snapped:
+        ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
+    e = pose_error(chain.poses(X), T_target)
+    p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    method = f'analytic {family.name}'
+    ok = (p_err <= p_tol) & (o_err <= o_tol)
+    if not ok.any():
+        if family.snapped or exact.any():
+            return None
+        # The nearest configuration, moved into the limits (by turns, else clipped).
+        k = int(np.argmin(p_err + o_err))
+        lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper)[0][0]
+        x = np.clip(np.where(np.isnan(x), X[k], x), lower, upper)
+        q = q_seed.copy()
+        q[chain.moved] = x
+        e = pose_error(chain.poses(x[None])[0], T_target)
+        p, o = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+        return IKResult(q, False, p, o, 0, 1, 'out of reach: no configuration reaches the '
+                        f'target; the nearest has position error {p:.3g} m, orientation error '
+                        f'{o:.3g} rad', method=method)
+    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
+
+
+def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions):
+    """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`) at the
+    seed's angle, its seed-table neighbours' and a grid, inside the limits and tolerances, as
+    an :class:`IKResult` nearest the seed first; None when there is none (the numerical search
+    then tries).
+    """
+    x_seed = q_seed[chain.moved]
+    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
+    X, exact = held.solve(T_target, ik_held.held_angles(held, x_seed, lower, upper,
+                                                        neighbours))
+    X = X[exact]
+    if held.family.snapped:
+        ik_analytic.polish(chain, X, T_target, np.ones(7, dtype=bool),
+                           0.1 * min(p_tol, o_tol))
+    e = pose_error(chain.poses(X), T_target)
+    p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    ok = (p_err <= p_tol) & (o_err <= o_tol)
+    joint = model.q_names[chain.moved[held.held]]
+    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions,
+                  f'analytic {held.family.name}, {joint} held')
+
+
+def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):
+    """An :class:`IKResult` of the solutions ``X`` (k, m) of ``chain.moved`` (their errors
+    (k,)), moved into the limits, distinct, nearest the seed first; None when none is inside.
+    """
+    x_seed = q_seed[chain.moved]
+    X, inside = ik_analytic.in_limits(X, x_seed, model.lower_limits[chain.moved],
+                                      model.upper_limits[chain.moved])
+    if not inside.any():
+        return None
+    X, p_err, o_err = X[inside], p_err[inside], o_err[inside]
+    order = np.argsort(np.linalg.norm(X - x_seed, axis=1), kind='stable')
+    X, p_err, o_err = X[order], p_err[order], o_err[order]
+    # Distinct: farther than _DISTINCT from every solution kept before it (pairwise, at once).
+    close = np.linalg.norm(X[:, None] - X[None], axis=-1) < _DISTINCT
+    keep = []
+    for k in range(len(X)):
+        if not close[k, keep].any():
+            keep.append(k)
+    keep = keep[:max_solutions] if max_solutions else keep
+    qs = np.repeat(q_seed[None], len(keep), axis=0)
+    qs[:, chain.moved] = X[keep]
+    k = keep[0]
+    return IKResult(qs[0], True, float(p_err[k]), float(o_err[k]), 0, 1,
+                    f'{method}: {len(keep)} solution(s)', solutions=list(qs), method=method)
+
+
+def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solutions):
+    """:func:`_analytic_result` in Python floats for an exact geometry with every joint
+    active -- the common case, a few times faster -- or None to take the general way (no
+    exact solution inside the limits, or the best one's error above a tolerance).
+    """
+    x_seed = q_seed[chain.moved].tolist()
+    bounds = list(zip(x_seed, model.lower_limits[chain.moved].tolist(),
+                      model.upper_limits[chain.moved].tolist()))
+    ranked = []
+    for q, exact in family.solve_one(T_target[:3, :3], T_target[:3, 3]):
+        x = _turned_into_limits(q, bounds) if exact else None
+        if x is not None:
+            ranked.append((math.sqrt(sum((a - s) ** 2 for a, s in zip(x, x_seed))), x))
+    ranked.sort(key=lambda r: r[0])
+    found, distances = [], []
+    for d, x in ranked:
+        # A same solution is as far from the seed (within _DISTINCT): compare only those.
+        if all(sum((a - b) ** 2 for a, b in zip(x, y)) >= _DISTINCT ** 2
+               for y, dy in zip(found, distances) if d - dy < _DISTINCT):
+            found.append(x)
+            distances.append(d)
+    if not found:
+        return None
+    found = found[:max_solutions] if max_solutions else found
+    qs = np.repeat(q_seed[None], len(found), axis=0)
+    qs[:, chain.moved] = found
+    e = pose_error(chain.poses(qs[:1, chain.moved])[0], T_target)
+    p_err, o_err = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+    if p_err > p_tol or o_err > o_tol:
+        return None
+    method = f'analytic {family.name}'
+    return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
+                    solutions=list(qs), method=method)
+
+
+def _turned_into_limits(q, bounds):
+    """``q`` (floats) with each angle moved by the whole turns nearest its seed inside its
+    limits (as :func:`~ros_dynamics.engine.ik_analytic.in_limits`), or None.
+    """
+    out = []
+    for x, (seed, lower, upper) in zip(q, bounds):
+        k = round((seed - x) / _TURN)
+        for dk in (0, -1, 1):
+            v = x + (k + dk) * _TURN
+            if lower <= v <= upper:
+                out.append(v)
+                break
+        else:
+            return None
+    return out
+
+
+_TURN = 2.0 * math.pi
+#: Solutions closer than this [rad] are the same.
+_DISTINCT = 1e-3

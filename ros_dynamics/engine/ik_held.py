@@ -1,0 +1,87 @@
+"""Analytic inverse kinematics of seven revolute joints: one end joint held at sampled angles,
+the other six solved in closed form (:mod:`~ros_dynamics.engine.ik_analytic`).
+
+A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose. Holding
+its first or its last joint leaves six joints whose geometry does not depend on the held angle
+(the held joint only turns the targets): when they form a recognised family, every held angle
+is solved in one batched call -- the seed's angle first, then the angles of the seed table's
+configurations nearest the target, then a grid over the joint's range -- and the solutions
+ranked by their distance to the seed, as EAIK's and IK-Geo's users do by hand.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from . import ik_analytic
+from .subproblems import rot
+
+#: Held angles on the grid over the held joint's range.
+GRID = 32
+
+
+@dataclass(frozen=True)
+class HeldJoint:
+    """A seven-joint chain solved as six with joint ``held`` (0 or 6 of ``chain.moved``) held:
+    ``family`` of the other six (the held joint at zero), the held joint's unit ``axis`` and a
+    ``point`` on it at the zero configuration, and the tip's zero pose ``M`` (4, 4), all in the
+    chain's root frame.
+    """
+
+    family: ik_analytic.Family
+    held: int
+    axis: np.ndarray
+    point: np.ndarray
+    M: np.ndarray
+
+    def solve(self, T_target, angles):
+        """Configurations (V * 8, 7) of the chain reaching ``T_target`` (4, 4) with the held
+        joint at each of ``angles`` (V,), eight branches per angle, and whether each was solved
+        exactly (V * 8,).
+        """
+        V = len(angles)
+        turn = np.zeros((V, 4, 4))                      # the held joint turned by -angle
+        turn[:, :3, :3] = rot(self.axis, -np.asarray(angles))
+        turn[:, :3, 3] = self.point - turn[:, :3, :3] @ self.point
+        turn[:, 3, 3] = 1.0
+        if self.held == 0:
+            targets = turn @ T_target
+        else:
+            targets = T_target @ np.linalg.inv(self.M) @ turn @ self.M
+        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (V, 8, 6)
+        X = np.insert(Q.reshape(V * 8, 6), self.held, np.repeat(angles, 8), axis=1)
+        return X, exact.reshape(V * 8)
+
+
+def held_joint(chain) -> Optional[HeldJoint]:
+    """The :class:`HeldJoint` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) --
+    its last joint held, else its first -- or None unless seven revolute joints move it and one
+    of those leaves a recognised family.
+    """
+    n = len(chain.moved)
+    if n != 7 or chain.mimic or not chain.pure_rotation or chain.uses_x_term:
+        return None
+    for held in (6, 0):
+        active = np.ones(n, dtype=bool)
+        active[held] = False
+        g = ik_analytic.geometry(chain, np.zeros(n), active)
+        family = ik_analytic.classify(g) if g is not None else None
+        if family is not None:
+            frames = chain._frames(np.zeros((1, n)))[0][0]
+            M = np.eye(4)
+            M[:3, :3], M[:3, 3] = g.R0, g.p0
+            return HeldJoint(family, held, frames[held, :3, 2].copy(),
+                             frames[held, :3, 3].copy(), M)
+    return None
+
+
+def held_angles(held, x_seed, lower, upper, neighbours):
+    """The held joint's angles to try (V,): the seed's, the neighbours' (k, 7) and
+    :data:`GRID` over ``[lower, upper]`` of the held joint (a turn when unbounded).
+    """
+    j = held.held
+    lo, hi = lower[j], upper[j]
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        lo, hi = x_seed[j] - np.pi, x_seed[j] + np.pi
+    grid = np.linspace(lo, hi, GRID)
+    return np.concatenate([[x_seed[j]], neighbours[:, j], grid])
