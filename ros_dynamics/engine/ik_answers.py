@@ -77,26 +77,40 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
 
 
 def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions):
-    """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`) at the
-    seed's angle, its seed-table neighbours' and a grid, inside the limits and tolerances, as
-    an :class:`IKResult` nearest the seed first; None when there is none (the numerical search
+    """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`), inside
+    the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the seed's
+    angle of the held joint when it has any (the joint then stays where it is), else at its
+    seed-table neighbours' angles and a grid; None when there is none (the numerical search
     then tries).
     """
     x_seed = q_seed[chain.moved]
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    joint = model.q_names[chain.moved[held.held]]
+    method = f'analytic {held.family.name}, {joint} held'
+    result = _held_at(model, chain, held, T_target, q_seed, [x_seed[held.held]], p_tol, o_tol,
+                      max_solutions, method)
+    if result is not None:
+        return result
     neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
-    X, exact = held.solve(T_target, ik_held.held_angles(held, x_seed, lower, upper,
-                                                        neighbours))
+    angles = ik_held.held_angles(held, x_seed, lower, upper, neighbours)[1:]
+    return _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
+                    method)
+
+
+def _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
+             method):
+    X, exact = held.solve(T_target, np.asarray(angles, dtype=float))
     X = X[exact]
     if held.family.snapped:
-        ik_analytic.polish(chain, X, T_target, np.ones(7, dtype=bool),
-                           0.1 * min(p_tol, o_tol))
-    e = pose_error(chain.poses(X), T_target)
+        free = np.ones(7, dtype=bool)
+        free[held.held] = False                  # the held joint stays at its angle
+        ik_analytic.polish(chain, X, T_target, free, 0.1 * min(p_tol, o_tol))
+    e = pose_error(chain.poses(X), T_target) if len(X) else np.empty((0, 6))
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     ok = (p_err <= p_tol) & (o_err <= o_tol)
-    joint = model.q_names[chain.moved[held.held]]
-    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions,
-                  f'analytic {held.family.name}, {joint} held')
+    if not ok.any():
+        return None
+    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
 
 
 def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):

@@ -4,9 +4,11 @@ the other six solved in closed form (:mod:`~ros_dynamics.engine.ik_analytic`).
 A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose. Holding
 its first or its last joint leaves six joints whose geometry does not depend on the held angle
 (the held joint only turns the targets): when they form a recognised family, every held angle
-is solved in one batched call -- the seed's angle first, then the angles of the seed table's
-configurations nearest the target, then a grid over the joint's range -- and the solutions
-ranked by their distance to the seed, as EAIK's and IK-Geo's users do by hand.
+is solved in one batched call, and the solutions ranked by their distance to the seed: first
+at the seed's own angle (the held joint stays where it is: what a path needs), and when that
+has no solution inside the limits, at the angles of the seed table's configurations nearest
+the target and a grid over the joint's range -- the sweep EAIK's and IK-Geo's users do by
+hand.
 """
 from dataclasses import dataclass
 from typing import Optional

@@ -12,6 +12,7 @@ would have to change branch (pass a singularity or a limit), and the path fails 
 first pose where that happens, with the poses before it solved.
 """
 from dataclasses import dataclass
+import math
 import time
 
 import numpy as np
@@ -77,7 +78,7 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     family = solver._family(chain, q_seed, active)
     if family is None:
         return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
-                          orientation_tolerance, step, active_joints, deadline)
+                             orientation_tolerance, step, active_joints, deadline)
     if chain.root_body:
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
         T = inverse_transform(T_world_root) @ T
@@ -87,52 +88,121 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
 
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     N = len(T)
-    Q, _ = family.solve(T[:, :3, :3], T[:, :3, 3])               # (N, S, 6)
+    Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])           # (N, S, 6)
     S = Q.shape[1]
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     x_seed = q_seed[chain.moved]
     X = np.repeat(x_seed[None], N * S, axis=0)
     X[:, act] = Q.reshape(N * S, -1)
-    T_rows = np.repeat(T, S, axis=0)
     if family.snapped:
-        ik_analytic.polish(chain, X, T_rows, act, 0.1 * min(p_tol, o_tol))
-    e = ik_analytic.pose_errors(chain.poses(X), T_rows)
-    p_err = np.linalg.norm(e[:, :3], axis=1).reshape(N, S)
-    o_err = np.linalg.norm(e[:, 3:], axis=1).reshape(N, S)
-    ok = (p_err <= p_tol) & (o_err <= o_tol)
-    X = X.reshape(N, S, -1)
+        ik_analytic.polish(chain, X, np.repeat(T, S, axis=0), act, 0.1 * min(p_tol, o_tol))
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-    path = np.empty((N, len(x_seed)))
-    chosen = np.empty(N, dtype=int)
-    prev, largest, message, solved = x_seed, 0.0, '', N
-    for n in range(N):
-        shifted, inside = ik_analytic.in_limits(X[n], prev, lower, upper)
-        usable = ok[n] & inside
-        if not usable.any():
-            why = 'no configuration reaches it' if not ok[n].any() else \
-                'its solutions are outside the joint limits'
-            message, solved = f'pose {n}: {why}', n
-            break
-        moves = np.abs(shifted[usable] - prev).max(axis=1)
-        k = int(np.argmin(moves))
-        if n and moves[k] > step:
-            message, solved = (f'pose {n}: the branch must change (the nearest solution moves a '
-                               f'joint {moves[k]:.3g}, more than max_joint_step {step:g})'), n
-            break
-        if n:
-            largest = max(largest, float(moves[k]))
-        path[n], chosen[n] = shifted[usable][k], np.flatnonzero(usable)[k]
-        prev = path[n]
+    # An exact geometry's exact branches are solutions: only the path's rows are checked
+    # (below); a snapped geometry's are all checked first.
+    ok = _within(chain, X, np.repeat(T, S, axis=0), p_tol, o_tol).reshape(N, S) \
+        if family.snapped else exact.reshape(N, S)
+    X = X.reshape(N, S, -1)
+    path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
+    e = ik_analytic.pose_errors(chain.poses(path[:solved]), T[:solved])
+    pe, oe = np.full(N, np.nan), np.full(N, np.nan)
+    pe[:solved], oe[:solved] = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    if not family.snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
+        # A branch flagged exact but off (rounding at a singularity): check every branch.
+        ok = _within(chain, X.reshape(N * S, -1), np.repeat(T, S, axis=0), p_tol,
+                     o_tol).reshape(N, S)
+        path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
+        e = ik_analytic.pose_errors(chain.poses(path[:solved]), T[:solved])
+        pe[:], oe[:] = np.nan, np.nan
+        pe[:solved] = np.linalg.norm(e[:, :3], axis=1)
+        oe[:solved] = np.linalg.norm(e[:, 3:], axis=1)
     method = f'analytic {family.name}'
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
     q = np.repeat(q_seed[None], N, axis=0)
     q[:, chain.moved] = path
-    rows = np.arange(solved)
-    pe, oe = np.full(N, np.nan), np.full(N, np.nan)
-    pe[:solved], oe[:solved] = p_err[rows, chosen[:solved]], o_err[rows, chosen[:solved]]
     message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+def _within(chain, X, T_rows, p_tol, o_tol):
+    """Which rows of ``X`` (B, m) put the tip within the tolerances of ``T_rows`` (B, 4, 4)."""
+    e = ik_analytic.pose_errors(chain.poses(X), T_rows)
+    return (np.linalg.norm(e[:, :3], axis=1) <= p_tol) & \
+        (np.linalg.norm(e[:, 3:], axis=1) <= o_tol)
+
+
+def _follow(X, ok, x_seed, lower, upper, step):
+    """One branch through the solutions ``X`` (N, S, m) where ``ok`` (N, S): the path
+    (N, m), the poses followed, the failure's message ('' if none) and the largest step.
+
+    The first pose takes the solution nearest the seed (moved by turns inside the limits);
+    then each pose the solution nearest the previous one, all of them at once: the moves
+    between every pair of consecutive solutions (each joint by the nearest turn) give each
+    solution its nearest successor, and the branch is read off those. When the angles so
+    followed leave a joint's limits (a joint of a turn or more of range crossing a turn), the
+    path is followed again pose by pose, each solution moved by turns inside the limits.
+    """
+    N = len(X)
+    path = np.empty((N, X.shape[2]))
+    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper)
+    usable = ok[0] & inside
+    if not usable.any():
+        return path, 0, _why(0, ok[0]), 0.0
+    moves = np.abs(first - x_seed).max(axis=1)
+    moves[~usable] = np.inf
+    s = int(np.argmin(moves))
+    path[0] = first[s]
+    W = X[1:, None, :, :] - X[:-1, :, None, :]          # (N-1, from, to, m)
+    W -= _TURN * np.round(W / _TURN)
+    D = np.abs(W).max(axis=3)
+    D[~np.broadcast_to(ok[1:, None, :], D.shape)] = np.inf
+    to, move = D.argmin(axis=2).tolist(), D.min(axis=2).tolist()
+    branch, solved, message, largest = [s], N, '', 0.0
+    for n in range(N - 1):
+        nxt, d = to[n][s], move[n][s]
+        if d > step:
+            solved = n + 1
+            message = _why(n + 1, ok[n + 1]) if d == np.inf else (
+                f'pose {n + 1}: the branch must change (the nearest solution moves a joint '
+                f'{d:.3g}, more than max_joint_step {step:g})')
+            break
+        largest = max(largest, d)
+        branch.append(nxt)
+        s = nxt
+    rows = np.arange(len(branch) - 1)
+    path[1:solved] = path[0] + np.cumsum(W[rows, branch[:-1], branch[1:]], axis=0)
+    if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
+        return path, solved, message, largest
+    return _follow_in_limits(X, ok, x_seed, lower, upper, step)
+
+
+def _follow_in_limits(X, ok, x_seed, lower, upper, step):
+    """:func:`_follow` pose by pose, each solution moved by turns inside the limits."""
+    N = len(X)
+    path = np.empty((N, X.shape[2]))
+    prev, largest = x_seed, 0.0
+    for n in range(N):
+        shifted, inside = ik_analytic.in_limits(X[n], prev, lower, upper)
+        usable = ok[n] & inside
+        if not usable.any():
+            return path, n, _why(n, ok[n]), largest
+        moves = np.abs(shifted[usable] - prev).max(axis=1)
+        k = int(np.argmin(moves))
+        if n and moves[k] > step:
+            return path, n, (f'pose {n}: the branch must change (the nearest solution moves a '
+                             f'joint {moves[k]:.3g}, more than max_joint_step {step:g})'), largest
+        if n:
+            largest = max(largest, float(moves[k]))
+        path[n] = prev = shifted[usable][k]
+    return path, N, '', largest
+
+
+def _why(n, ok):
+    return f'pose {n}: ' + ('no configuration reaches it' if not ok.any() else
+                            'its solutions are outside the joint limits')
+
+
+_TURN = 2.0 * math.pi
 
 
 def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline):
