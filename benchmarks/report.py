@@ -97,8 +97,9 @@ def _ik_tables(r):
     lines += ['', 'ros_dynamics builds its seed table once per arm before the timed solves '
               '(`IKSolver.prepare`; the node does it at startup): ' + '; '.join(tables) + '.']
     if 'ik_path' in r:
-        lines += ['', '### Cartesian paths: 100 poses 2 mm apart on a straight line from a random '
-                  'configuration', '', 'ros_dynamics: `IKSolver.solve_path`, one call; TRAC-IK: a '
+        lines += ['', '### Cartesian paths: 100 poses 1 mm apart on a straight line from a '
+                  'random configuration (each joint a fifth of its range inside its limits)',
+                  '', 'ros_dynamics: `IKSolver.solve_path`, one call; TRAC-IK: a '
                   'loop, each pose seeded with the previous answer. Followed: every pose within '
                   '1e-5 (Pinocchio) and no joint moving more than 0.5 rad between poses.', '',
                   '| arm | solver | paths | followed | median ms | p99 ms |',

@@ -330,8 +330,9 @@ PATH_ARMS = ('ur5', 'kinova', 'z1', 'panda')
 
 
 def bench_ik_path(paths, poses, rng):
-    """Cartesian paths: ``poses`` poses along a straight line (2 mm apart, the tip's
-    orientation kept) from a random configuration, solved by ``IKSolver.solve_path`` in one
+    """Cartesian paths: ``poses`` poses along a straight line (1 mm apart, the tip's
+    orientation kept) from a random configuration at least a fifth of each joint's range
+    inside its limits, solved by ``IKSolver.solve_path`` in one
     call and by TRAC-IK in a loop, each pose seeded with the previous answer. Every answer is
     checked with Pinocchio; a path counts as followed when every pose is solved and no joint
     moves more than 0.5 rad between poses (no branch jump).
@@ -344,12 +345,14 @@ def bench_ik_path(paths, poses, rng):
         check = peers.PoseCheck(model, tip, path)
         solver = IKSolver(model)
         trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
+        lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+        hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
         lines = []
         while len(lines) < paths:
-            q0 = model.random_configuration(rng)
+            q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))   # away from limits
             d = rng.normal(size=3)
             T = np.repeat(model.frame_pose(q0, tip)[None], poses, axis=0)
-            T[:, :3, 3] += np.arange(poses)[:, None] * 0.002 * d / np.linalg.norm(d)
+            T[:, :3, 3] += np.arange(poses)[:, None] * 0.001 * d / np.linalg.norm(d)
             lines.append((q0, T))
         ours, theirs = _path_runs(lines, check, lambda q0, T: solver.solve_path(
             tip, T, q0, position_tolerance=IK_TOLERANCE, orientation_tolerance=IK_TOLERANCE,

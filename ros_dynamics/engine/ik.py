@@ -141,14 +141,15 @@ class IKSolver:
         active = active_mask(model, chain, active_joints)
         if w is None:
             result = self._closed_form(chain, T_target, q_seed, active, position_tolerance,
-                                       orientation_tolerance, max_solutions)
+                                       orientation_tolerance, max_solutions, deadline)
             if result is not None:
                 return result
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
         return _result(search, deadline, q_seed, int(max_solutions or 1))
 
-    def _closed_form(self, chain, T_target, q_seed, active, p_tol, o_tol, max_solutions):
+    def _closed_form(self, chain, T_target, q_seed, active, p_tol, o_tol, max_solutions,
+                     deadline):
         """The analytic answer (six joints of a family; seven with an end joint held) or
         None.
         """
@@ -156,19 +157,20 @@ class IKSolver:
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,
                                    o_tol, max_solutions)
-        if active is not None:
-            return None
-        with self._lock:
-            known = chain.frame in self._held
-            held = self._held.get(chain.frame)
-        if not known:
-            held = ik_held.held_joint(chain)
-            with self._lock:
-                self._held[chain.frame] = held
+        held = self._held_joint(chain) if active is None else None
         if held is None:
             return None
         return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
-                           q_seed, p_tol, o_tol, max_solutions)
+                           q_seed, p_tol, o_tol, max_solutions, deadline)
+
+    def _held_joint(self, chain):
+        """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoint` or None (kept)."""
+        with self._lock:
+            if chain.frame in self._held:
+                return self._held[chain.frame]
+        held = ik_held.held_joint(chain)
+        with self._lock:
+            return self._held.setdefault(chain.frame, held)
 
     def solve_path(self, tip_frame: str, T_targets, q_seed=None, **options) -> PathResult:
         """Joint positions putting ``tip_frame`` at each of ``T_targets`` (N, 4, 4) in turn, on

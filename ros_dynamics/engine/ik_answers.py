@@ -5,6 +5,7 @@ deduplicated and ranked by distance to the seed.
 """
 from dataclasses import dataclass, field
 import math
+import time
 
 import numpy as np
 
@@ -76,12 +77,13 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
 
 
-def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions):
+def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions,
+                deadline):
     """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`), inside
     the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the seed's
     angle of the held joint when it has any (the joint then stays where it is), else at its
-    seed-table neighbours' angles and a grid; None when there is none (the numerical search
-    then tries).
+    seed-table neighbours' angles and a grid (unless the ``deadline``, monotonic clock, has
+    passed); None when there is none (the numerical search then tries).
     """
     x_seed = q_seed[chain.moved]
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
@@ -89,7 +91,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     method = f'analytic {held.family.name}, {joint} held'
     result = _held_at(model, chain, held, T_target, q_seed, [x_seed[held.held]], p_tol, o_tol,
                       max_solutions, method)
-    if result is not None:
+    if result is not None or time.monotonic() >= deadline:
         return result
     neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
     angles = ik_held.held_angles(held, x_seed, lower, upper, neighbours)[1:]

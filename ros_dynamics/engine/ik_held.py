@@ -42,17 +42,31 @@ class HeldJoint:
         exactly (V * 8,).
         """
         V = len(angles)
-        turn = np.zeros((V, 4, 4))                      # the held joint turned by -angle
-        turn[:, :3, :3] = rot(self.axis, -np.asarray(angles))
-        turn[:, :3, 3] = self.point - turn[:, :3, :3] @ self.point
-        turn[:, 3, 3] = 1.0
-        if self.held == 0:
-            targets = turn @ T_target
-        else:
-            targets = T_target @ np.linalg.inv(self.M) @ turn @ self.M
+        targets = self._targets(T_target[None], np.asarray(angles, dtype=float))[0]
         Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (V, 8, 6)
         X = np.insert(Q.reshape(V * 8, 6), self.held, np.repeat(angles, 8), axis=1)
         return X, exact.reshape(V * 8)
+
+    def solve_path(self, T_targets, angle):
+        """Configurations (N, 8, 7) reaching each of ``T_targets`` (N, 4, 4) with the held joint
+        at ``angle``, and whether each was solved exactly (N, 8).
+        """
+        N = len(T_targets)
+        targets = self._targets(T_targets, np.array([float(angle)]))[:, 0]
+        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (N, 8, 6)
+        return np.insert(Q, self.held, angle, axis=2), exact.reshape(N, 8)
+
+    def _targets(self, T_targets, angles):
+        """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
+        joint at ``angles`` (V,).
+        """
+        turn = np.zeros((len(angles), 4, 4))           # the held joint turned by -angle
+        turn[:, :3, :3] = rot(self.axis, -angles)
+        turn[:, :3, 3] = self.point - turn[:, :3, :3] @ self.point
+        turn[:, 3, 3] = 1.0
+        if self.held == 0:
+            return turn[None] @ T_targets[:, None]
+        return T_targets[:, None] @ (np.linalg.inv(self.M) @ turn @ self.M)[None]
 
 
 def held_joint(chain) -> Optional[HeldJoint]:

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from . import configuration, ik_analytic, kinematics
+from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
@@ -76,24 +76,47 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     chain = solver.chain(tip_frame)
     active = active_mask(model, chain, active_joints)
     family = solver._family(chain, q_seed, active)
-    if family is None:
+    held = solver._held_joint(chain) if family is None and active is None else None
+    if family is None and held is None:
         return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                              orientation_tolerance, step, active_joints, deadline)
+    T_root = T
     if chain.root_body:
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
-        T = inverse_transform(T_world_root) @ T
-    return _analytic(model, chain, family, T, q_seed, active, position_tolerance,
-                     orientation_tolerance, step)
+        T_root = inverse_transform(T_world_root) @ T
+    if family is not None:
+        return _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
+                         orientation_tolerance, step)
+    # Seven joints: the held joint stays at the seed's angle all along when it can ...
+    result = _analytic(model, chain, held, T_root, q_seed, active, position_tolerance,
+                       orientation_tolerance, step)
+    if result.success:
+        return result
+    # ... else pose by pose, where each pose may turn it.
+    return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
+                         orientation_tolerance, step, active_joints, deadline)
 
 
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
+    """The path of a :class:`~ros_dynamics.engine.ik_analytic.Family` (six joints), or of a
+    :class:`~ros_dynamics.engine.ik_held.HeldJoint` with the held joint at the seed's angle.
+    """
     N = len(T)
-    Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])           # (N, S, 6)
-    S = Q.shape[1]
-    act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     x_seed = q_seed[chain.moved]
-    X = np.repeat(x_seed[None], N * S, axis=0)
-    X[:, act] = Q.reshape(N * S, -1)
+    act = np.ones(len(chain.moved), dtype=bool) if active is None else active.copy()
+    X = np.repeat(x_seed[None], N * 8, axis=0)
+    if isinstance(family, ik_held.HeldJoint):
+        Q, exact = family.solve_path(T, x_seed[family.held])                  # (N, 8, 7)
+        X[:] = Q.reshape(N * 8, -1)
+        act[family.held] = False                 # polishing leaves the held joint alone
+        method = (f'analytic {family.family.name}, {model.q_names[chain.moved[family.held]]} '
+                  'held')
+        family = family.family
+    else:
+        Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])                  # (N, 8, 6)
+        X[:, act] = Q.reshape(N * 8, -1)
+        method = f'analytic {family.name}'
+    S = 8
     if family.snapped:
         ik_analytic.polish(chain, X, np.repeat(T, S, axis=0), act, 0.1 * min(p_tol, o_tol))
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
@@ -115,7 +138,6 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         pe[:], oe[:] = np.nan, np.nan
         pe[:solved] = np.linalg.norm(e[:, :3], axis=1)
         oe[:solved] = np.linalg.norm(e[:, 3:], axis=1)
-    method = f'analytic {family.name}'
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
     q = np.repeat(q_seed[None], N, axis=0)
