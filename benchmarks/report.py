@@ -108,6 +108,9 @@ def _ik_tables(r):
             for solver in ('ros_dynamics', 'TRAC-IK (C++)'):
                 row = d[solver]
                 name = f'{solver} ({d["method"]})' if solver == 'ros_dynamics' else solver
+                if 'note' in row:
+                    lines.append(f'| {robot} | {name} | | {row["note"]} | | |')
+                    continue
                 lines.append(f'| {robot} | {name} | {d["paths"]} | '
                              f'{100 * row["followed"]:.0f} % | {row["median_ms"]:.2f} | '
                              f'{row["p99_ms"]:.2f} |')
@@ -225,6 +228,9 @@ def targets(r):
         out.append(line)
     for robot, d in r.get('ik_path', {}).items():
         ours, trac = d['ros_dynamics'], d['TRAC-IK (C++)']
+        if 'note' in trac:
+            out.append(f'IK path {robot}: TRAC-IK not measured ({trac["note"]})')
+            continue
         speedup = trac['median_ms'] / ours['median_ms']
         out.append(f'IK path {robot}: {speedup:.1f}x faster than TRAC-IK in a loop (target >= '
                    f'5x): {_met(speedup >= 5)}; followed {100 * ours["followed"]:.0f} % vs '
