@@ -6,6 +6,8 @@ the simulation runs at ``REAL_TIME_FACTOR`` of real time, its commands applied w
 step of simulated time when they arrive within the step's wall-clock deadline (else the
 simulation waits: a loaded machine slows the robot instead of breaking the loop).
 """
+import subprocess
+
 import numpy as np
 import pytest
 from robots import DEMO_ARM, PANDA, UR5, erd, load
@@ -210,3 +212,17 @@ def test_a_push_is_estimated_and_flagged_and_free_tracking_is_not(ros, tmp_path,
     assert force_error <= 0.05 and direction_error <= 3.0
     assert over and over[0] - applied_at <= 0.010
     assert any(on for _, on in flags)
+
+
+@pytest.mark.parametrize('parameter, message', [
+    ("lockstep_topics:=['bad name!']", "lockstep_topics: 'bad name!' is not a topic name"),
+    (f"lockstep_topics:=[{', '.join(f't{k}' for k in range(17))}]", 'lockstep_topics: at most'),
+    ('lockstep_timeout:=-1.0', 'lockstep_timeout'),
+    ('real_time_factor:=0.0', 'real_time_factor'),
+])
+def test_the_simulation_refuses_bad_parameters_at_start(parameter, message):
+    result = subprocess.run(['sim_node', '--ros-args', '-p', f'urdf_file:={DEMO_ARM}', '-p',
+                             parameter], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'cannot start' in result.stderr + result.stdout
+    assert message in result.stderr + result.stdout

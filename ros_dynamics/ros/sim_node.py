@@ -28,6 +28,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
+from rclpy.exceptions import InvalidTopicNameException
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -75,6 +76,8 @@ READ_ONLY = ('robot_description', 'urdf_file', 'joints', 'initial_positions', 'd
              'friction', 'urdf_dynamics',
              'real_time_factor', 'publish_clock', 'hold_until_command', 'lockstep_timeout',
              'lockstep_topics')
+#: Most lockstep_topics.
+MAX_LOCKSTEP_TOPICS = 16
 COUNTERS = ('steps', 'overruns', 'commands', 'commands_refused', 'wrenches', 'wrenches_refused',
             'payloads_refused', 'resets', 'callback_errors', 'lockstep_timeouts')
 
@@ -104,9 +107,16 @@ class SimNode:
                                  self._guard(self._on_command, 'commands'), 10)
         #: Messages received per lockstep topic (only their arrival counts).
         self.paces = []
-        for k, topic in enumerate(t for t in self._param('lockstep_topics') if t):
+        topics = [t for t in self._param('lockstep_topics') if t]
+        if len(topics) > MAX_LOCKSTEP_TOPICS:
+            raise ValueError(f'lockstep_topics: at most {MAX_LOCKSTEP_TOPICS}, got {len(topics)}')
+        for k, topic in enumerate(topics):
             self.paces.append(0)
-            node.create_subscription(Float64MultiArray, topic, self._pacer(k), 10)
+            try:
+                node.create_subscription(Float64MultiArray, topic, self._pacer(k), 10)
+            except InvalidTopicNameException:
+                raise ValueError(f'lockstep_topics: {topic[:100]!r} is not a topic name') \
+                    from None
         node.create_subscription(WrenchStamped, '~/wrench',
                                  self._guard(self._on_wrench, 'wrench'), 10)
         node.create_service(Trigger, '~/reset', self._guard(
