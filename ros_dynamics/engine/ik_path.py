@@ -100,50 +100,79 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     """The path of a :class:`~ros_dynamics.engine.ik_analytic.Family` (six joints), or of a
     :class:`~ros_dynamics.engine.ik_held.HeldJoint` with the held joint at the seed's angle.
+    Poses are solved :data:`CHUNK` at a time (memory stays bounded on long paths).
     """
     N = len(T)
     x_seed = q_seed[chain.moved]
-    act = np.ones(len(chain.moved), dtype=bool) if active is None else active.copy()
-    X = np.repeat(x_seed[None], N * 8, axis=0)
     if isinstance(family, ik_held.HeldJoint):
-        Q, exact = family.solve_path(T, x_seed[family.held])                  # (N, 8, 7)
-        X[:] = Q.reshape(N * 8, -1)
-        act[family.held] = False                 # polishing leaves the held joint alone
         method = (f'analytic {family.family.name}, {model.q_names[chain.moved[family.held]]} '
                   'held')
-        family = family.family
     else:
-        Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])                  # (N, 8, 6)
-        X[:, act] = Q.reshape(N * 8, -1)
         method = f'analytic {family.name}'
-    S = 8
-    if family.snapped:
-        ik_analytic.polish(chain, X, np.repeat(T, S, axis=0), act, 0.1 * min(p_tol, o_tol))
+    X = np.empty((N, 8, len(x_seed)))
+    ok = np.empty((N, 8), dtype=bool)
+    snapped = False
+    for start in range(0, N, CHUNK):
+        part = slice(start, start + CHUNK)
+        X[part], ok[part], snapped = _solutions(chain, family, T[part], x_seed, active, p_tol,
+                                                o_tol, check=False)
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-    # An exact geometry's exact branches are solutions: only the path's rows are checked
-    # (below); a snapped geometry's are all checked first.
-    ok = _within(chain, X, np.repeat(T, S, axis=0), p_tol, o_tol).reshape(N, S) \
-        if family.snapped else exact.reshape(N, S)
-    X = X.reshape(N, S, -1)
     path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
-    e = ik_analytic.pose_errors(chain.poses(path[:solved]), T[:solved])
-    pe, oe = np.full(N, np.nan), np.full(N, np.nan)
-    pe[:solved], oe[:solved] = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
-    if not family.snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
+    pe, oe = _errors(chain, path, T, solved)
+    if not snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
         # A branch flagged exact but off (rounding at a singularity): check every branch.
-        ok = _within(chain, X.reshape(N * S, -1), np.repeat(T, S, axis=0), p_tol,
-                     o_tol).reshape(N, S)
+        for start in range(0, N, CHUNK):
+            part = slice(start, start + CHUNK)
+            X[part], ok[part], _ = _solutions(chain, family, T[part], x_seed, active, p_tol,
+                                              o_tol, check=True)
         path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
-        e = ik_analytic.pose_errors(chain.poses(path[:solved]), T[:solved])
-        pe[:], oe[:] = np.nan, np.nan
-        pe[:solved] = np.linalg.norm(e[:, :3], axis=1)
-        oe[:solved] = np.linalg.norm(e[:, 3:], axis=1)
+        pe, oe = _errors(chain, path, T, solved)
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
     q = np.repeat(q_seed[None], N, axis=0)
     q[:, chain.moved] = path
     message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+#: Poses solved together by an analytic path (bounds the memory of long paths).
+CHUNK = 1024
+
+
+def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
+    """The eight solutions (n, 8, m) of each pose of ``T`` (n, 4, 4), which to use (n, 8), and
+    whether the geometry was snapped. A snapped geometry's solutions are polished and checked
+    on the chain, and so are all when ``check``; else an exact branch counts as a solution.
+    """
+    n = len(T)
+    act = np.ones(len(x_seed), dtype=bool) if active is None else active.copy()
+    X = np.repeat(x_seed[None], n * 8, axis=0)
+    if isinstance(family, ik_held.HeldJoint):
+        Q, exact = family.solve_path(T, x_seed[family.held])                  # (n, 8, 7)
+        X[:] = Q.reshape(n * 8, -1)
+        act[family.held] = False                 # polishing leaves the held joint alone
+        family = family.family
+    else:
+        Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])                  # (n, 8, 6)
+        X[:, act] = Q.reshape(n * 8, -1)
+    T_rows = np.repeat(T, 8, axis=0)
+    if family.snapped:
+        ik_analytic.polish(chain, X, T_rows, act, 0.1 * min(p_tol, o_tol))
+    ok = _within(chain, X, T_rows, p_tol, o_tol) if family.snapped or check else exact
+    return X.reshape(n, 8, -1), ok.reshape(n, 8), family.snapped
+
+
+def _errors(chain, path, T, solved):
+    """Position and orientation errors (N,) of the first ``solved`` rows of ``path``, NaN
+    after.
+    """
+    N = len(T)
+    pe, oe = np.full(N, np.nan), np.full(N, np.nan)
+    for start in range(0, solved, CHUNK):
+        part = slice(start, min(start + CHUNK, solved))
+        e = ik_analytic.pose_errors(chain.poses(path[part]), T[part])
+        pe[part], oe[part] = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    return pe, oe
 
 
 def _within(chain, X, T_rows, p_tol, o_tol):
@@ -174,11 +203,17 @@ def _follow(X, ok, x_seed, lower, upper, step):
     moves[~usable] = np.inf
     s = int(np.argmin(moves))
     path[0] = first[s]
-    W = X[1:, None, :, :] - X[:-1, :, None, :]          # (N-1, from, to, m)
-    W -= _TURN * np.round(W / _TURN)
-    D = np.abs(W).max(axis=3)
+    # Largest joint move (N-1, from, to) between the solutions of consecutive poses, each
+    # joint by its nearest turn; a CHUNK of poses at a time.
+    D = np.empty((N - 1, 8, 8))
+    for start in range(0, N - 1, CHUNK):
+        part = slice(start, min(start + CHUNK, N - 1))
+        W = X[start + 1:part.stop + 1, None, :, :] - X[part, :, None, :]
+        W -= _TURN * np.round(W / _TURN)
+        D[part] = np.abs(W).max(axis=3)
     D[~np.broadcast_to(ok[1:, None, :], D.shape)] = np.inf
     to, move = D.argmin(axis=2).tolist(), D.min(axis=2).tolist()
+    del D
     branch, solved, message, largest = [s], N, '', 0.0
     for n in range(N - 1):
         nxt, d = to[n][s], move[n][s]
@@ -191,8 +226,11 @@ def _follow(X, ok, x_seed, lower, upper, step):
         largest = max(largest, d)
         branch.append(nxt)
         s = nxt
-    rows = np.arange(len(branch) - 1)
-    path[1:solved] = path[0] + np.cumsum(W[rows, branch[:-1], branch[1:]], axis=0)
+    rows = np.arange(len(branch))
+    chosen = X[rows, branch]                            # (solved, m)
+    steps = np.diff(chosen, axis=0)
+    steps -= _TURN * np.round(steps / _TURN)
+    path[1:solved] = path[0] + np.cumsum(steps, axis=0)
     if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
         return path, solved, message, largest
     return _follow_in_limits(X, ok, x_seed, lower, upper, step)
