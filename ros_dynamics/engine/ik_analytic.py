@@ -35,6 +35,7 @@ from .subproblems import (
     dot3,
     rot,
     rotate3,
+    rotate_cs,
     sp1,
     sp1_one,
     sp2,
@@ -363,13 +364,16 @@ def _three_parallel_one(v, R06, p, _shoulder):
     out = []
     q1s, e1 = sp4_one(x, h2, h1, d1)
     for q1 in q1s:
-        a = rotate3(h1, -q1, R06h6)                                  # R16 h6
-        b = _apply_t(R06, rotate3(h1, q1, h2))                       # R16^T h2
-        x1base = _sub(rotate3(h1, -q1, x), p12)
+        c1, s1 = math.cos(q1), math.sin(q1)
+        a = rotate_cs(h1, c1, -s1, R06h6)                            # R16 h6
+        b = _apply_t(R06, rotate_cs(h1, c1, s1, h2))                 # R16^T h2
+        x1base = _sub(rotate_cs(h1, c1, -s1, x), p12)
         q5s, e5 = sp4_one(h2, h6, h5, dot3(h2, a))
         for q5 in q5s:
-            q6 = sp1_one(b, rotate3(h5, -q5, h2), h6)
-            R14w = rotate3(h1, -q1, _apply(R06, rotate3(h6, -q6, rotate3(h5, -q5, w))))
+            c5, s5 = math.cos(q5), -math.sin(q5)                     # of -q5
+            q6 = sp1_one(b, rotate_cs(h5, c5, s5, h2), h6)
+            R14w = rotate_cs(h1, c1, -s1, _apply(R06, rotate3(h6, -q6, rotate_cs(h5, c5, s5,
+                                                                                 w))))
             q14 = sp1_one(w, R14w, h2)
             x1 = _sub(x1base, rotate3(h2, q14, p45))
             q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))

@@ -167,13 +167,20 @@ def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solu
     found = found[:max_solutions] if max_solutions else found
     qs = np.repeat(q_seed[None], len(found), axis=0)
     qs[:, chain.moved] = found
-    e = pose_error(chain.poses(qs[:1, chain.moved])[0], T_target)
-    p_err, o_err = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
+    p_err, o_err = _errors_one(chain.poses(qs[:1, chain.moved])[0], T_target)
     if p_err > p_tol or o_err > o_tol:
         return None
     method = f'analytic {family.name}'
     return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
                     solutions=list(qs), method=method)
+
+
+def _errors_one(T, T_target):
+    """Position error [m] and rotation angle [rad] of ``T`` against ``T_target`` (4, 4)."""
+    dx, dy, dz = (T_target[:3, 3] - T[:3, 3]).tolist()
+    (a, b, c), (d, e, f), (g, h, i) = (T_target[:3, :3] @ T[:3, :3].T).tolist()
+    sin = 0.5 * math.sqrt((h - f) ** 2 + (c - g) ** 2 + (d - b) ** 2)
+    return math.sqrt(dx * dx + dy * dy + dz * dz), math.atan2(sin, 0.5 * (a + e + i - 1.0))
 
 
 def _turned_into_limits(q, bounds):
@@ -182,6 +189,9 @@ def _turned_into_limits(q, bounds):
     """
     out = []
     for x, (seed, lower, upper) in zip(q, bounds):
+        if lower <= x <= upper and -math.pi < x - seed <= math.pi:     # the common case
+            out.append(x)
+            continue
         k = round((seed - x) / _TURN)
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN

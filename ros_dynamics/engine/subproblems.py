@@ -113,7 +113,11 @@ def cross3(a, b):
 
 def rotate3(k, theta, v):
     """``rot(k, theta) v`` for a unit axis ``k`` and a vector ``v`` (3-tuples)."""
-    c, s = math.cos(theta), math.sin(theta)
+    return rotate_cs(k, math.cos(theta), math.sin(theta), v)
+
+
+def rotate_cs(k, c, s, v):
+    """``rot(k, theta) v`` given ``c = cos(theta)`` and ``s = sin(theta)``."""
     kv = (k[0] * v[0] + k[1] * v[1] + k[2] * v[2]) * (1.0 - c)
     return (v[0] * c + (k[1] * v[2] - k[2] * v[1]) * s + k[0] * kv,
             v[1] * c + (k[2] * v[0] - k[0] * v[2]) * s + k[1] * kv,
