@@ -177,7 +177,11 @@ def _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedfo
                                                             *loop.PACED)),
                (f'{label}_dynamics', 'dynamics_node', *loop.dynamics_args(
                    ns, urdf, joints, tip, parameters=(
-                       'observer.gain:=300.0', 'collision.threshold:=4.0'))),
+                       # The push is a force: estimated as one, it needs no full-rank
+                       # Jacobian (the arm's pose after the excursion is near a wrist
+                       # singularity, where a whole wrench is not observable).
+                       'observer.gain:=300.0', 'collision.threshold:=4.0',
+                       'wrench_estimates.force_only:=true'))),
                (f'{label}_controller', 'effort_controller',
                 *loop.controller_args(ns, joints, kp, kd, feedforward))):
         _wait(client, lambda: recorder.first_commanded() is not None, 60.0,

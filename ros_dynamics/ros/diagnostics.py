@@ -21,7 +21,8 @@ COUNTERS = ('joint_states', 'dropped', 'published', 'trajectories', 'trajectorie
             'outputs_not_finite', 'requests_refused', 'callback_errors', 'odometry',
             'odometry_rejected', 'stances_unheld', 'efforts_dropped', 'observer_resets',
             'collisions', 'wrench_estimates_singular', 'payloads_identified', 'stale_states',
-            'tip_outputs_decimated', 'trajectories_stopped_by_clock')
+            'tip_outputs_decimated', 'trajectories_stopped_by_clock',
+            'trajectories_superseded')
 #: The counters that make the status WARN (for the quiet period after they last grew).
 PROBLEMS = {'dropped': 'invalid joint states dropped',
             'trajectories_rejected': 'trajectories rejected',

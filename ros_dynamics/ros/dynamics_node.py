@@ -61,6 +61,7 @@ from .model_loading import (
     check_limits,
     initial_description,
 )
+from .newest_worker import NewestWorker
 from .odometry_input import OdometryInput
 from .output_publisher import OutputPublisher
 from .parameters import SPECS, SettingsError, declare_parameters, parameter_values
@@ -114,14 +115,19 @@ class DynamicsNode(Node):
         self.payload_recorder = self._outputs.efforts.recorder
         self._player = TrajectoryPlayer(self.get_clock(), self._outputs.ff_trajectory,
                                         self.diagnostics, self._log)
+        self._trajectories = NewestWorker(
+            self._guard(self._receive_trajectory, 'joint_trajectory'), 'trajectories',
+            lambda: self.diagnostics.count('trajectories_superseded'))
         self._base = OdometryInput(self, values['root_joint'], lambda: self._serving,
                                    self.diagnostics, self._log, self._guard)
         self._serve_joint_state = self._guard(self._serve_joint_state, 'joint_states')
         self._joint_state_sub = self.create_subscription(
             JointState, 'joint_states', self._guard(self._on_joint_state, 'joint_states'),
             JOINT_STATE_QOS, qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        # Raw: read on the trajectory thread (rclpy's own conversion would hold every thread).
         self.create_subscription(JointTrajectory, 'joint_trajectory',
-                                 self._guard(self._on_trajectory, 'joint_trajectory'), 10)
+                                 self._guard(self._on_trajectory, 'joint_trajectory'), 10,
+                                 raw=True)
         self.create_subscription(String, 'robot_description',
                                  self._guard(self._on_description_msg, 'robot_description'),
                                  DESCRIPTION_QOS)
@@ -384,14 +390,19 @@ class DynamicsNode(Node):
             wrenches.pop(tip, None)
         self._wrenches = wrenches
 
-    def _on_trajectory(self, msg):
+    def _on_trajectory(self, data):
         serving = self._serving
         if serving is None:
             self._log.warning('trajectory received but no robot model is loaded yet')
             return
         q = self._base.state(serving)[0] if serving.merger.heard_any \
             else serving.model.middle_configuration()
-        self._player.receive(serving, msg, q)
+        # Validated, splined and its feedforward computed off the executor: a huge trajectory
+        # must not hold up the joint states (a 10^5-point one takes about a second).
+        self._trajectories.submit((serving, data, q))
+
+    def _receive_trajectory(self, job):
+        self._player.receive(*job)
 
     def _publish_diagnostics(self):
         release_free_memory()              # freed memory back to the system, once a second

@@ -12,6 +12,7 @@ import re
 import threading
 
 from ..engine import DynamicsError, RobotModel
+from .newest_worker import NewestWorker
 
 #: Source named in logs for a description received on the topic.
 TOPIC_SOURCE = 'the robot_description topic'
@@ -83,19 +84,17 @@ class DescriptionBuilder:
         self._build = build
         self._notify = notify
         self._lock = threading.Lock()
-        self._waiting = None          # (xml, source) not started yet
+        self._latest = None           # the job (xml, source) submitted last
         self._outcome = None          # (model or None, error or None, source)
-        self._busy = False
+        self._worker = NewestWorker(self._run, 'description_builder')
 
     def submit(self, xml, source):
         """Build ``xml`` (from ``source``, named in logs) after the build under way, if any."""
+        job = (xml, source)
         with self._lock:
-            self._waiting = (xml, source)
+            self._latest = job
             self._outcome = None
-            if self._busy:
-                return
-            self._busy = True
-        threading.Thread(target=self._run, name='description_builder', daemon=True).start()
+        self._worker.submit(job)
 
     def take(self):
         """The latest outcome ``(model, error, source)`` once, else None."""
@@ -103,21 +102,16 @@ class DescriptionBuilder:
             outcome, self._outcome = self._outcome, None
         return outcome
 
-    def _run(self):
-        while True:
-            with self._lock:
-                job, self._waiting = self._waiting, None
-                if job is None:
-                    self._busy = False
-                    return
-            xml, source = job
-            try:
-                outcome = (self._build(xml), None, source)
-            except Exception as err:          # refused, or anything else: reported, not raised
-                outcome = (None, err, source)
-            del xml, job
-            with self._lock:
-                if self._waiting is not None:
-                    continue                     # replaced meanwhile: thrown away
-                self._outcome = outcome
-            self._notify()
+    def _run(self, job):
+        xml, source = job
+        try:
+            outcome = (self._build(xml), None, source)
+        except Exception as err:          # refused, or anything else: reported, not raised
+            outcome = (None, err, source)
+        del xml
+        with self._lock:
+            if self._latest is not job:
+                return                       # replaced meanwhile: thrown away
+            self._latest = None
+            self._outcome = outcome
+        self._notify()

@@ -220,6 +220,20 @@ def feedforward_trajectory(model, settings, msg, trajectory, index, q):
     its joints at ``index = (in q, in v)``) with every point's effort filled by inverse
     dynamics; coordinates it does not name keep ``q``, at rest (as :func:`feedforward_command`).
     """
+    out = JointTrajectory()
+    out.header = msg.header
+    out.joint_names = list(trajectory.joint_names)
+    out.points = list(msg.points)
+    for point, effort in zip(out.points, feedforward_efforts(model, settings, trajectory,
+                                                              index, q)):
+        point.effort = effort.tolist()
+    return out
+
+
+def feedforward_efforts(model, settings, trajectory, index, q):
+    """The inverse-dynamics torques (N, n) of the trajectory's joints at its N points (see
+    :func:`feedforward_trajectory`).
+    """
     iq, iv = index
     q_t = np.repeat(q[None, :], len(trajectory.times), axis=0)
     qd_t = np.zeros((len(trajectory.times), model.nv))
@@ -228,13 +242,7 @@ def feedforward_trajectory(model, settings, msg, trajectory, index, q):
         trajectory.positions, trajectory.velocities, trajectory.accelerations
     tau = model.inverse_dynamics(q_t, qd_t, qdd_t, friction=settings.friction)
     check_finite('feedforward torques of the trajectory', tau)
-    out = JointTrajectory()
-    out.header = msg.header
-    out.joint_names = list(trajectory.joint_names)
-    out.points = list(msg.points)
-    for point, effort in zip(out.points, tau[:, iv]):
-        point.effort = effort.tolist()
-    return out
+    return tau[:, iv]
 
 
 def float_array(values, label='joints'):

@@ -53,22 +53,82 @@ class Trajectory:
         return _segment(self, k, t - times[k])
 
 
-def from_message(msg, known_joints, max_points=100_000, max_joints=10_000):
-    """Validate a trajectory_msgs/JointTrajectory and build a :class:`Trajectory`.
-
-    Raises :class:`InvalidTrajectory` naming the fault: no joint names, more than
-    ``max_joints`` or ``max_points``, duplicate or unknown joints, no points, arrays of the
-    wrong length, time_from_start not increasing, NaN/Inf or huge values, given or derived.
+@dataclass
+class TrajectoryData:
+    """The numbers of a JointTrajectory as read (from a message, or from its serialised form by
+    :mod:`.trajectory_cdr`), before validation: times (k,) [s], positions, velocities and
+    accelerations (k, n) (zero where a point has none), which points have velocities and
+    accelerations (k,), and each point's time_from_start as (sec, nanosec) (k, 2).
     """
-    names = list(msg.joint_names)
+
+    joint_names: list
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    has_velocities: np.ndarray
+    has_accelerations: np.ndarray
+    stamps: np.ndarray
+
+
+def check_counts(names, points, max_points, max_joints):
+    """Raise :class:`InvalidTrajectory` for no joint names, or too many joints or points."""
     if not names:
         raise InvalidTrajectory('no joint names')
     if len(names) > max_joints:
         raise InvalidTrajectory(f'{len(names)} joints, more than trajectory.max_joints '
                                 f'({max_joints})')
-    if len(msg.points) > max_points:
-        raise InvalidTrajectory(f'{len(msg.points)} points, more than trajectory.max_points '
+    if points > max_points:
+        raise InvalidTrajectory(f'{points} points, more than trajectory.max_points '
                                 f'({max_points})')
+
+
+def empty_data(names, count):
+    """A :class:`TrajectoryData` of ``count`` points to fill."""
+    n = len(names)
+    return TrajectoryData(list(names), np.empty(count), np.empty((count, n)),
+                          np.zeros((count, n)), np.zeros((count, n)),
+                          np.zeros(count, dtype=bool), np.zeros(count, dtype=bool),
+                          np.empty((count, 2), dtype=np.int64))
+
+
+def put_point(data, i, positions, velocities, accelerations, sec, nanosec):
+    """Point ``i`` of ``data``; InvalidTrajectory when an array has the wrong length."""
+    n = len(data.joint_names)
+    for field, values in (('positions', positions), ('velocities', velocities),
+                          ('accelerations', accelerations)):
+        if (field == 'positions' or len(values)) and len(values) != n:
+            raise InvalidTrajectory(f'point {i}: {len(values)} {field} for {n} joints')
+    data.positions[i] = positions
+    if len(velocities):
+        data.velocities[i], data.has_velocities[i] = velocities, True
+    if len(accelerations):
+        data.accelerations[i], data.has_accelerations[i] = accelerations, True
+    data.times[i] = sec + nanosec * 1e-9
+    data.stamps[i] = sec, nanosec
+
+
+def from_message(msg, known_joints, max_points=100_000, max_joints=10_000):
+    """Validate a trajectory_msgs/JointTrajectory and build a :class:`Trajectory`
+    (:func:`from_data`).
+    """
+    names = list(msg.joint_names)
+    check_counts(names, len(msg.points), max_points, max_joints)
+    data = empty_data(names, len(msg.points))
+    for i, p in enumerate(msg.points):
+        put_point(data, i, p.positions, p.velocities, p.accelerations, p.time_from_start.sec,
+                  p.time_from_start.nanosec)
+    return from_data(data, known_joints)
+
+
+def from_data(data, known_joints):
+    """Validate a :class:`TrajectoryData` and build a :class:`Trajectory`.
+
+    Raises :class:`InvalidTrajectory` naming the fault: duplicate or unknown joints, no points,
+    time_from_start not increasing, NaN/Inf or huge values, given or derived (the counts and
+    the arrays' lengths were checked as they were read).
+    """
+    names = data.joint_names
     if len(set(names)) != len(names):
         raise InvalidTrajectory(f'duplicate joint names in {names[:20]}')
     known = set(known_joints)
@@ -76,35 +136,28 @@ def from_message(msg, known_joints, max_points=100_000, max_joints=10_000):
     if unknown:
         raise InvalidTrajectory(f'unknown joints {unknown[:20]}; the model has '
                                 f'{list(known_joints)[:20]}')
-    points = list(msg.points)
-    if not points:
+    if not len(data.times):
         raise InvalidTrajectory('no points')
-    n = len(names)
-    has_vel = all(len(p.velocities) for p in points)
-    has_acc = has_vel and all(len(p.accelerations) for p in points)
-    times, pos, vel, acc = [], [], [], []
-    for i, p in enumerate(points):
-        for field, values, needed in (('positions', p.positions, True),
-                                      ('velocities', p.velocities, has_vel),
-                                      ('accelerations', p.accelerations, has_acc)):
-            if (needed or len(values)) and len(values) != n:
-                raise InvalidTrajectory(f'point {i}: {len(values)} {field} for {n} joints')
-            if not all(abs(v) <= MAX_JOINT_VALUE for v in values):
-                raise InvalidTrajectory(f'point {i}: {field} hold NaN, Inf or values beyond '
-                                        f'{MAX_JOINT_VALUE:g}')
-        times.append(p.time_from_start.sec + p.time_from_start.nanosec * 1e-9)
-        pos.append(list(p.positions))
-        vel.append(list(p.velocities) if has_vel else [0.0] * n)
-        acc.append(list(p.accelerations) if has_acc else [0.0] * n)
-    times = np.array(times)
+    has_vel = bool(data.has_velocities.all())
+    has_acc = has_vel and bool(data.has_accelerations.all())
+    bad = [~np.all(np.abs(values) <= MAX_JOINT_VALUE, axis=1)
+           for values in (data.positions, data.velocities, data.accelerations)]
+    if any(b.any() for b in bad):
+        point = int(np.argmax(np.logical_or.reduce(bad)))
+        field = ('positions', 'velocities', 'accelerations')[
+            next(k for k in range(3) if bad[k][point])]
+        raise InvalidTrajectory(f'point {point}: {field} hold NaN, Inf or values beyond '
+                                f'{MAX_JOINT_VALUE:g}')
+    times = data.times
     if np.any(np.diff(times) <= 0):
         bad = int(np.argmax(np.diff(times) <= 0)) + 1
         raise InvalidTrajectory(f'time_from_start must increase: point {bad} at '
                                 f'{times[bad]:.6g} s follows {times[bad - 1]:.6g} s')
-    pos, vel, acc = np.array(pos), np.array(vel), np.array(acc)
+    vel = data.velocities if has_vel else np.zeros_like(data.positions)
+    acc = data.accelerations if has_acc else np.zeros_like(data.positions)
     order = 5 if has_acc else 3 if has_vel else 1
     with np.errstate(all='ignore'):               # overflow is checked on the results
-        traj = _derive(names, times, pos, vel, acc, order)
+        traj = _derive(names, times, data.positions, vel, acc, order)
     for field, values in (('velocities', traj.velocities),
                           ('accelerations', traj.accelerations)):
         bad = ~(np.abs(values) <= MAX_JOINT_VALUE)

@@ -1,12 +1,14 @@
-"""The trajectory the dynamics node plays: received on ``joint_trajectory``, validated, its
-``feedforward_trajectory`` published at once, then sampled for ``feedforward_command`` until its
+"""The trajectory the dynamics node plays: received on ``joint_trajectory`` (serialised, read on
+the node's trajectory thread: :mod:`.trajectory_cdr`), validated, its ``feedforward_trajectory``
+published at once, then sampled for ``feedforward_command`` until its
 last point (or until the model it was made for is replaced).
 """
 import numpy as np
 from rclpy.time import Time
 
 from . import outputs
-from .trajectory_feedforward import InvalidTrajectory, from_message
+from .trajectory_cdr import read_trajectory, write_trajectory
+from .trajectory_feedforward import InvalidTrajectory, from_data
 
 
 class TrajectoryPlayer:
@@ -24,25 +26,27 @@ class TrajectoryPlayer:
         """Play nothing (the model was replaced)."""
         self._playing = None
 
-    def receive(self, serving, msg, q):
-        """Validate ``msg`` against what is being served, publish its feedforward trajectory
-        and play it; a bad one is rejected (counted, warned). Its joints are actuated joints;
-        ``q`` (nq,) holds the other coordinates (a floating base's pose among them).
+    def receive(self, serving, data, q):
+        """Read the serialised JointTrajectory ``data`` (:mod:`.trajectory_cdr`), validate it
+        against what is being served, publish its feedforward trajectory and play it; a bad one
+        is rejected (counted, warned). Its joints are actuated joints; ``q`` (nq,) holds the
+        other coordinates (a floating base's pose among them).
         """
         model, current = serving.model, serving.settings
+        limits = current.limits
         try:
-            trajectory = from_message(msg, model.actuated_joint_names,
-                                      current.limits.trajectory_points,
-                                      current.limits.trajectory_joints)
+            received = read_trajectory(data, limits.trajectory_points,
+                                       limits.trajectory_joints)
+            trajectory = from_data(received.data, model.actuated_joint_names)
             joints = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
             index = (model.joint_idx_q[joints], model.joint_idx_v[joints])
-            planned = outputs.feedforward_trajectory(model, current, msg, trajectory, index, q)
-        except (InvalidTrajectory, outputs.NonFiniteOutput) as err:
+            efforts = outputs.feedforward_efforts(model, current, trajectory, index, q)
+        except (ValueError, InvalidTrajectory, outputs.NonFiniteOutput) as err:
             self._diagnostics.count('trajectories_rejected')
             self._log.warning(f'rejected a trajectory: {err}')
             return
-        self._publisher.publish(planned)
-        stamp = Time.from_msg(msg.header.stamp)
+        self._publisher.publish(write_trajectory(received, efforts))
+        stamp = Time.from_msg(received.stamp)
         start = stamp if stamp.nanoseconds > 0 else self._clock.now()
         self._playing = (model, trajectory, start, index)
         self._last_now = None
