@@ -274,7 +274,9 @@ def test_seven_joint_arms_hold_their_last_joint_and_solve_the_six(relative, tip,
         T = arm.pose(q_true)
         if k % 2:                  # the seed holds the joint where the target's arm has it
             seed[moved[6]] = q_true[moved[6]]
-        result = arm.solver.solve(tip, T, seed)
+            result = arm.solver.solve(tip, T, seed)
+        else:                      # several solutions asked for: a sweep of the held joint
+            result = arm.solver.solve(tip, T, seed, max_solutions=50)
         if result.method == 'numerical':
             continue
         assert result.success

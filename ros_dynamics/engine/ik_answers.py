@@ -81,18 +81,28 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
                 deadline):
     """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`), inside
     the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the seed's
-    angle of the held joint when it has any (the joint then stays where it is), else at its
-    seed-table neighbours' angles and a grid (unless the ``deadline``, monotonic clock, has
-    passed); None when there is none (the numerical search then tries).
+    angle of the held joint (the joint then stays where it is). Asked for several solutions
+    (``max_solutions`` above 1), and before the ``deadline`` (monotonic clock), also at its
+    seed-table neighbours' angles and a grid. None when there is none (the numerical search,
+    faster than a sweep for one answer, then tries).
     """
     x_seed = q_seed[chain.moved]
-    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
     joint = model.q_names[chain.moved[held.held]]
     method = f'analytic {held.family.name}, {joint} held'
-    result = _held_at(model, chain, held, T_target, q_seed, [x_seed[held.held]], p_tol, o_tol,
-                      max_solutions, method)
-    if result is not None or time.monotonic() >= deadline:
+    angle = float(x_seed[held.held])
+    several = max_solutions is not None and max_solutions > 1
+    if held.family.snapped or several:
+        result = _held_at(model, chain, held, T_target, q_seed, [angle], p_tol, o_tol,
+                          max_solutions, method)
+    else:
+        turned = held.turned(T_target, angle)
+        candidates = [(q[:held.held] + (angle,) + q[held.held:], exact)
+                      for q, exact in held.family.solve_one(turned[:3, :3], turned[:3, 3])]
+        result = _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol,
+                             max_solutions, method)
+    if result is not None or not several or time.monotonic() >= deadline:
         return result
+    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
     neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
     angles = ik_held.held_angles(held, x_seed, lower, upper, neighbours)[1:]
     return _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
@@ -142,15 +152,25 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):
 
 
 def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solutions):
-    """:func:`_analytic_result` in Python floats for an exact geometry with every joint
+    """:func:`analytic_result` in Python floats for an exact geometry with every joint
     active -- the common case, a few times faster -- or None to take the general way (no
     exact solution inside the limits, or the best one's error above a tolerance).
+    """
+    return _ranked_one(model, chain, family.solve_one(T_target[:3, :3], T_target[:3, 3]),
+                       T_target, q_seed, p_tol, o_tol, max_solutions, f'analytic {family.name}')
+
+
+def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
+                method):
+    """:func:`ranked` in Python floats for ``candidates``, ``(q, exact)`` pairs of the
+    values of ``chain.moved``; None when none is exact and inside the limits, or the best
+    one's error is above a tolerance.
     """
     x_seed = q_seed[chain.moved].tolist()
     bounds = list(zip(x_seed, model.lower_limits[chain.moved].tolist(),
                       model.upper_limits[chain.moved].tolist()))
     ranked = []
-    for q, exact in family.solve_one(T_target[:3, :3], T_target[:3, 3]):
+    for q, exact in candidates:
         x = _turned_into_limits(q, bounds) if exact else None
         if x is not None:
             ranked.append((math.sqrt(sum((a - s) ** 2 for a, s in zip(x, x_seed))), x))
@@ -170,7 +190,6 @@ def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solu
     p_err, o_err = _errors_one(chain.poses(qs[:1, chain.moved])[0], T_target)
     if p_err > p_tol or o_err > o_tol:
         return None
-    method = f'analytic {family.name}'
     return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
                     solutions=list(qs), method=method)
 

@@ -4,11 +4,11 @@ the other six solved in closed form (:mod:`~ros_dynamics.engine.ik_analytic`).
 A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose. Holding
 its first or its last joint leaves six joints whose geometry does not depend on the held angle
 (the held joint only turns the targets): when they form a recognised family, every held angle
-is solved in one batched call, and the solutions ranked by their distance to the seed: first
-at the seed's own angle (the held joint stays where it is: what a path needs), and when that
-has no solution inside the limits, at the angles of the seed table's configurations nearest
-the target and a grid over the joint's range -- the sweep EAIK's and IK-Geo's users do by
-hand.
+is solved in closed form, and the solutions ranked by their distance to the seed: first at the
+seed's own angle (the held joint stays where it is: what a path needs), and, when several
+solutions are asked for, at the angles of the seed table's configurations nearest the target
+and a grid over the joint's range, in one batched call -- the sweep EAIK's and IK-Geo's users
+do by hand.
 """
 from dataclasses import dataclass
 from typing import Optional
@@ -55,6 +55,12 @@ class HeldJoint:
         targets = self._targets(T_targets, np.array([float(angle)]))[:, 0]
         Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (N, 8, 6)
         return np.insert(Q, self.held, angle, axis=2), exact.reshape(N, 8)
+
+    def turned(self, T_target, angle):
+        """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joint at
+        ``angle``.
+        """
+        return self._targets(T_target[None], np.array([float(angle)]))[0, 0]
 
     def _targets(self, T_targets, angles):
         """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
