@@ -83,15 +83,18 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the seed's
     angle of the held joint (the joint then stays where it is). Asked for several solutions
     (``max_solutions`` above 1), and before the ``deadline`` (monotonic clock), also at its
-    seed-table neighbours' angles and a grid. None when there is none (the numerical search,
-    faster than a sweep for one answer, then tries).
+    seed-table neighbours' angles and a grid. None when there is none, and for one answer of a
+    snapped geometry (the numerical search, faster than a sweep or a polished batch for one
+    answer, then tries).
     """
     x_seed = q_seed[chain.moved]
     joint = model.q_names[chain.moved[held.held]]
     method = f'analytic {held.family.name}, {joint} held'
     angle = float(x_seed[held.held])
     several = max_solutions is not None and max_solutions > 1
-    if held.family.snapped or several:
+    if held.family.snapped and not several:
+        return None          # polishing a batch costs more than the numerical search of one
+    if several:
         result = _held_at(model, chain, held, T_target, q_seed, [angle], p_tol, o_tol,
                           max_solutions, method)
     else:
