@@ -106,11 +106,6 @@ def dot3(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-def cross3(a, b):
-    """``a x b`` (3-tuples)."""
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
 def rotate3(k, theta, v):
     """``rot(k, theta) v`` for a unit axis ``k`` and a vector ``v`` (3-tuples)."""
     return rotate_cs(k, math.cos(theta), math.sin(theta), v)
