@@ -16,8 +16,10 @@ from ros_dynamics.ros.trajectory_cdr import (  # noqa: E402
 )
 from ros_dynamics.ros.trajectory_feedforward import InvalidTrajectory  # noqa: E402
 
+NAMES = ('a', 'bé', 'joint_three')
 
-def message(rng, names=('a', 'bé', 'joint_three'), points=7, velocities=True,
+
+def message(rng, names=NAMES, points=7, velocities=True,
             accelerations=False):
     msg = JointTrajectory(joint_names=list(names))
     msg.header.stamp.sec, msg.header.stamp.nanosec = 12, 345
@@ -41,7 +43,7 @@ def message(rng, names=('a', 'bé', 'joint_three'), points=7, velocities=True,
 def test_read_then_written_back_is_what_rclpy_reads(names, velocities, accelerations):
     rng = np.random.default_rng(len(names))
     msg = message(rng, names, 7, velocities, accelerations)
-    received = read_trajectory(serialize_message(msg), 100, 100)
+    received = read_trajectory(serialize_message(msg), names, 100, 100)
     data = received.data
     assert data.joint_names == list(names) and received.frame_id == 'base_link_x'
     assert (received.stamp.sec, received.stamp.nanosec) == (12, 345)
@@ -65,15 +67,18 @@ def test_read_then_written_back_is_what_rclpy_reads(names, velocities, accelerat
 def test_counts_are_refused_before_the_points_are_read_and_bad_bytes_are_typed():
     data = serialize_message(message(np.random.default_rng(0), points=50))
     with pytest.raises(InvalidTrajectory, match='50 points, more than trajectory.max_points'):
-        read_trajectory(data, 49, 100)
+        read_trajectory(data, NAMES, 49, 100)
     with pytest.raises(InvalidTrajectory, match='3 joints, more than trajectory.max_joints'):
-        read_trajectory(data, 100, 2)
+        read_trajectory(data, NAMES, 100, 2)
     for cut in (3, 10, 40, len(data) // 2, 3 * len(data) // 4):
         with pytest.raises(MalformedMessage):
-            read_trajectory(data[:cut], 100, 100)
+            read_trajectory(data[:cut], NAMES, 100, 100)
     with pytest.raises(MalformedMessage, match='little-endian'):
-        read_trajectory(b'\x00\x00\x00\x00' + data[4:], 100, 100)
+        read_trajectory(b'\x00\x00\x00\x00' + data[4:], NAMES, 100, 100)
+    # The names are checked before any point: an unknown joint is what is reported.
+    with pytest.raises(InvalidTrajectory, match=r"unknown joints \['joint_three'\]"):
+        read_trajectory(data, NAMES[:2], 100, 100)
     short = message(np.random.default_rng(1))
     short.points[3].positions = [1.0]
     with pytest.raises(InvalidTrajectory, match='point 3: 1 positions for 3 joints'):
-        read_trajectory(serialize_message(short), 100, 100)
+        read_trajectory(serialize_message(short), NAMES, 100, 100)

@@ -19,7 +19,7 @@ import struct
 from builtin_interfaces.msg import Time
 import numpy as np
 
-from .trajectory_feedforward import InvalidTrajectory, check_counts, empty_data, put_point
+from .trajectory_feedforward import InvalidTrajectory, check_header, empty_data, put_point
 
 #: The little-endian CDR encapsulation header (big-endian data is refused).
 _HEADER = b'\x00\x01\x00\x00'
@@ -74,7 +74,7 @@ class _Reader:
 _EMPTY = np.zeros(0)
 
 
-def read_trajectory(data, max_points, max_joints):
+def read_trajectory(data, known_joints, max_points, max_joints):
     """A :data:`Received` from the serialised bytes ``data``: the counts checked before
     anything is read for them (the sizes are the sender's to choose), each point's arrays'
     lengths as they are read (:func:`~ros_dynamics.ros.trajectory_feedforward.put_point`).
@@ -89,7 +89,7 @@ def read_trajectory(data, max_points, max_joints):
                                 f'({max_joints})')
     names = [r.string() for _ in range(count)]
     count = r.int32('<I')
-    check_counts(names, count, max_points, max_joints)
+    check_header(names, count, known_joints, max_points, max_joints)
     if count * 24 > len(data):               # four counts and a Duration a point at least
         raise MalformedMessage(f'{count} points in {len(data)} bytes')
     out = empty_data(names, count)

@@ -71,8 +71,10 @@ class TrajectoryData:
     stamps: np.ndarray
 
 
-def check_counts(names, points, max_points, max_joints):
-    """Raise :class:`InvalidTrajectory` for no joint names, or too many joints or points."""
+def check_header(names, points, known_joints, max_points, max_joints):
+    """Raise :class:`InvalidTrajectory` for no joint names, too many joints or points (before
+    they are read), duplicate or unknown joints.
+    """
     if not names:
         raise InvalidTrajectory('no joint names')
     if len(names) > max_joints:
@@ -81,6 +83,13 @@ def check_counts(names, points, max_points, max_joints):
     if points > max_points:
         raise InvalidTrajectory(f'{points} points, more than trajectory.max_points '
                                 f'({max_points})')
+    if len(set(names)) != len(names):
+        raise InvalidTrajectory(f'duplicate joint names in {names[:20]}')
+    known = set(known_joints)
+    unknown = [j for j in names if j not in known]
+    if unknown:
+        raise InvalidTrajectory(f'unknown joints {unknown[:20]}; the model has '
+                                f'{list(known_joints)[:20]}')
 
 
 def empty_data(names, count):
@@ -113,29 +122,22 @@ def from_message(msg, known_joints, max_points=100_000, max_joints=10_000):
     (:func:`from_data`).
     """
     names = list(msg.joint_names)
-    check_counts(names, len(msg.points), max_points, max_joints)
+    check_header(names, len(msg.points), known_joints, max_points, max_joints)
     data = empty_data(names, len(msg.points))
     for i, p in enumerate(msg.points):
         put_point(data, i, p.positions, p.velocities, p.accelerations, p.time_from_start.sec,
                   p.time_from_start.nanosec)
-    return from_data(data, known_joints)
+    return from_data(data)
 
 
-def from_data(data, known_joints):
-    """Validate a :class:`TrajectoryData` and build a :class:`Trajectory`.
+def from_data(data):
+    """Validate a :class:`TrajectoryData` whose joint names and array lengths were checked as
+    it was read (:func:`check_header`, :func:`put_point`) and build a :class:`Trajectory`.
 
-    Raises :class:`InvalidTrajectory` naming the fault: duplicate or unknown joints, no points,
-    time_from_start not increasing, NaN/Inf or huge values, given or derived (the counts and
-    the arrays' lengths were checked as they were read).
+    Raises :class:`InvalidTrajectory` naming the fault: no points, time_from_start not
+    increasing, NaN/Inf or huge values, given or derived.
     """
     names = data.joint_names
-    if len(set(names)) != len(names):
-        raise InvalidTrajectory(f'duplicate joint names in {names[:20]}')
-    known = set(known_joints)
-    unknown = [j for j in names if j not in known]
-    if unknown:
-        raise InvalidTrajectory(f'unknown joints {unknown[:20]}; the model has '
-                                f'{list(known_joints)[:20]}')
     if not len(data.times):
         raise InvalidTrajectory('no points')
     has_vel = bool(data.has_velocities.all())

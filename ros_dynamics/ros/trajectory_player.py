@@ -35,9 +35,9 @@ class TrajectoryPlayer:
         model, current = serving.model, serving.settings
         limits = current.limits
         try:
-            received = read_trajectory(data, limits.trajectory_points,
-                                       limits.trajectory_joints)
-            trajectory = from_data(received.data, model.actuated_joint_names)
+            received = read_trajectory(data, model.actuated_joint_names,
+                                       limits.trajectory_points, limits.trajectory_joints)
+            trajectory = from_data(received.data)
             joints = np.array([model.joint_index(j) for j in trajectory.joint_names], dtype=int)
             index = (model.joint_idx_q[joints], model.joint_idx_v[joints])
             efforts = outputs.feedforward_efforts(model, current, trajectory, index, q)
