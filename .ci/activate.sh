@@ -9,4 +9,11 @@ fi
 # shellcheck disable=SC1091
 source "$_RD_ROOT/.venv/ros_install/local_setup.bash"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# What the nodes, the tests and the plots write for themselves stays in the checkout (by default
+# ~/.ros/log, ~/.config/matplotlib, ~/.cache/matplotlib and ~/.cache/fontconfig); settings of
+# your own are kept.
+export ROS_LOG_DIR="${ROS_LOG_DIR:-$_RD_ROOT/.venv/ros_log}"
+export MPLCONFIGDIR="${MPLCONFIGDIR:-$_RD_ROOT/.venv/cache/matplotlib}"
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$_RD_ROOT/.venv/cache}"
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$_RD_ROOT/.venv/cache/pip}"
 unset _RD_ROOT

@@ -92,6 +92,8 @@ if [ -n "${ROS_DISTRO:-}" ]; then
 else
     "$PYTHON" -m venv "$VENV"
 fi
+# pip's cache inside the checkout too (by default it writes ~/.cache/pip).
+export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$VENV/cache/pip}"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install --upgrade pip
 REQS=(-r "$ROOT/.ci/requirements.txt")
