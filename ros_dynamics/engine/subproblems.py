@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .rotations import cross
+from .rotations import cross, exp_so3
 
 #: |residual| below which a two-solution subproblem counts as exactly solved (a tangency).
 _TANGENT = 1e-12
@@ -29,15 +29,9 @@ _TANGENT = 1e-12
 
 def rot(k, theta):
     """Rotation matrices ``rot(k, theta)`` (..., 3, 3) about unit axes ``k`` (..., 3) by
-    ``theta`` (...) [rad] (Rodrigues' formula).
+    ``theta`` (...) [rad]: the exponential of the rotation vector ``theta k``.
     """
-    k = np.asarray(k, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    s, c = np.sin(theta)[..., None, None], np.cos(theta)[..., None, None]
-    K = np.zeros(np.broadcast_shapes(k.shape[:-1], theta.shape) + (3, 3))
-    K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -k[..., 2], k[..., 1], -k[..., 0]
-    K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = k[..., 2], -k[..., 1], k[..., 0]
-    return np.eye(3) + s * K + (1.0 - c) * (K @ K)
+    return exp_so3(np.asarray(k, dtype=float) * np.asarray(theta, dtype=float)[..., None])
 
 
 def _dot(a, b):
