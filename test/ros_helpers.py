@@ -128,10 +128,13 @@ def client_node(name):
         rclpy.shutdown()
 
 
-def rss_mb(pid):
-    """Resident memory of process ``pid`` [MB] (Linux: VmRSS of /proc/<pid>/status)."""
+def rss_mb(pid, kind='VmRSS'):
+    """Resident memory of process ``pid`` [MB] (Linux, /proc/<pid>/status): ``VmRSS`` all of
+    it, ``RssAnon`` its private memory, ``RssShmem`` shared memory it has mapped (the
+    middleware's shared-memory segments, its peers' included).
+    """
     with open(f'/proc/{pid}/status') as f:
         for line in f:
-            if line.startswith('VmRSS:'):
+            if line.startswith(kind + ':'):
                 return int(line.split()[1]) / 1024
-    raise AssertionError(f'no VmRSS for process {pid}')
+    raise AssertionError(f'no {kind} for process {pid}')

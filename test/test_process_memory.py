@@ -117,6 +117,44 @@ def test_glibc_thresholds_are_pinned_unless_the_user_tuned_malloc():
     assert not memory.pin_allocator_thresholds(
         {'GLIBC_TUNABLES': 'glibc.malloc.mmap_threshold=65536'})
     assert not memory.pin_allocator_thresholds({'MALLOC_TRIM_THRESHOLD_': '1000000'})
+    assert not memory.pin_allocator_thresholds({'MALLOC_ARENA_MAX': '4'})
+
+
+THREAD_ARENA = '''
+import sys, threading
+from ros_dynamics.ros import memory
+def rss_mb():
+    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) / 1024
+if sys.argv[1] == 'pinned':
+    assert memory.pin_allocator_thresholds({})
+before = rss_mb()
+def read_request():                  # what rclpy does with a million-frame request
+    frames = [f'frame_{i}' for i in range(1_000_000)]
+    del frames
+thread = threading.Thread(target=read_request)
+thread.start()
+thread.join()
+memory.release_free_memory()
+print(rss_mb() - before)
+'''
+
+
+@GLIBC
+def test_small_objects_freed_on_another_thread_are_given_back():
+    """A million strings built and dropped on a thread (on the system allocator, as the node
+    runs): with the allocator pinned to one arena their memory goes back to the system; left
+    to glibc (an arena per thread, whose free top malloc_trim keeps) over 5 MB stay.
+    """
+    grown = {}
+    for how in ('pinned', 'left'):
+        environ = {k: v for k, v in os.environ.items()
+                   if not k.startswith(('MALLOC_', 'GLIBC_TUNABLES'))}
+        environ['PYTHONMALLOC'] = 'malloc'
+        out = subprocess.run([sys.executable, '-c', THREAD_ARENA, how], env=environ,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        grown[how] = float(out.stdout)
+    assert grown['pinned'] < 2.0 and grown['left'] > 5.0, grown
 
 RESTART = """
 import os, sys
