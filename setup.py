@@ -20,7 +20,7 @@ setup(
     # The lowest versions supported: Humble's (Ubuntu 22.04: Python 3.10, NumPy 1.21, SciPy
     # 1.8); test/test_compatibility.py keeps the code to what they have.
     python_requires='>=3.10',
-    install_requires=['setuptools', 'numpy>=1.21', 'scipy>=1.8'],
+    install_requires=['setuptools', 'numpy>=1.21', 'scipy>=1.8', 'urdfdom-py', 'lxml'],
     zip_safe=True,
     maintainer='ros_dynamics maintainers',
     maintainer_email='maintainers@ros-dynamics.dev',

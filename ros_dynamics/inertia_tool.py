@@ -19,9 +19,9 @@ import numpy as np
 
 from .engine.exceptions import DynamicsError
 from .engine.inertia import DEFAULT_DENSITY
-from .engine.meshes import geometry_mass_properties, parse_link_geometry
+from .engine.meshes import geometry_mass_properties, link_geometry
 from .engine.tree import INERTIA_ABS_TOL, INERTIA_REL_TOL, inertia_problems
-from .engine.urdf import parse_urdf, read_urdf_file
+from .engine.urdf import read_robot, read_urdf_file, robot_specs
 
 
 def classify(name, inertial, body_mass):
@@ -80,9 +80,9 @@ def analyse(path, kind='collision', density=None, search_paths=(), progress=None
     """Per link: (name, declared Inertial or None, geometry MassProperties or error text,
     status, is_problem).
     """
-    xml = read_urdf_file(path)
-    _, links, joints, _ = parse_urdf(xml)
-    geometry = parse_link_geometry(ET.fromstring(xml), kind)
+    robot, _ = read_robot(read_urdf_file(path))
+    _, links, joints, _ = robot_specs(robot)
+    geometry = link_geometry(robot, kind)
     bodies = moving_body_masses(links, joints)
     base_dir = os.path.dirname(os.path.abspath(path))
     rows = []

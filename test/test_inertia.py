@@ -213,8 +213,8 @@ ARM_WITH = '''<robot name="r"><link name="a"/>
 @pytest.mark.parametrize('geometry, message', [
     ('<mesh filename="package://pkg/m.stl" scale="1e200 1 1"/>', 'magnitude <= 1e+06'),
     ('<sphere radius="nan"/>', 'magnitude <= 1e+06'),
-    ('<cylinder radius="0.1"/>', 'expected 1 number'),
-    ('<box size="0.1 0.1"/>', 'expected 3 numbers'),
+    ('<cylinder radius="0.1"/>', 'geometry: Required attribute not set in XML: length'),
+    ('<box size="0.1 0.1"/>', 'geometry[@size]: Invalid vector length'),
 ])
 def test_cli_refuses_unusable_geometry_in_one_line_with_exit_2(tmp_path, capsys, geometry,
                                                                message):

@@ -118,4 +118,4 @@ def test_node_refuses_to_start_on_a_broken_description(tmp_path):
                        log_path=str(tmp_path / 'n.log'))
     node.proc.wait(30)
     assert node.proc.returncode != 0
-    assert "unsupported type 'ball'" in node.output()
+    assert "joint[@name='j']: Invalid joint type: ball" in node.output()

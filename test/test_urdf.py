@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # File in test/bad_urdf -> the message the typed error must carry (it names the element).
 BAD_URDFS = {
-    'invalid_xml.urdf': r'not valid XML: .*line 1',
+    'invalid_xml.urdf': r'not valid XML: .*line 2',
     'empty.urdf': r'robot description is empty',
     'no_links.urdf': r'the robot has no <link>',
     'not_a_robot.urdf': r'root element is <model>, expected <robot>',
@@ -32,20 +32,22 @@ BAD_URDFS = {
     'unknown_parent.urdf': r"joint 'j1': unknown parent link 'ghost'",
     'duplicate_link.urdf': r"duplicate link name 'b'",
     'duplicate_joint.urdf': r"duplicate joint name 'j1'",
-    'unknown_joint_type.urdf': r"joint 'j1': unsupported type 'ball'",
+    'unknown_joint_type.urdf': r"joint\[@name='j1'\]: Invalid joint type: ball",
     'revolute_without_limits.urdf': r"joint 'j1': a revolute joint needs a <limit>",
     'prismatic_without_limits.urdf': r"joint 'j1': a prismatic joint needs a <limit>",
     'lower_above_upper.urdf': r"joint 'j1': position limits lower=1.0 > upper=-1.0",
-    'limit_without_effort.urdf': r"joint 'j1': <limit> is missing attribute 'effort'",
+    'limit_without_effort.urdf': r"joint\[@name='j1'\]/limit: Required attribute not set in "
+                                 r"XML: effort",
     'negative_mass.urdf': r"link 'b': negative mass -2.0",
-    'nan_origin.urdf': r"joint 'j1': <origin xyz=\"0 nan 0\">: numbers must be finite",
-    'nan_inertia.urdf': r"link 'b' <inertial>: <inertia ixx=\"nan\">: numbers must be finite",
-    'unparsable_number.urdf': r"joint 'j1': <origin xyz=\"0 0.1abc 0\">: expected 3 number",
-    'wrong_count.urdf': r"joint 'j1': <origin xyz=\"0 0\">: expected 3 number\(s\), got 2",
+    'nan_origin.urdf': r"joint 'j1' <origin xyz>: \[0.0, nan, 0.0\]: numbers must be finite",
+    'nan_inertia.urdf': r"link 'b' <inertial> <inertia ixx>: nan: numbers must be finite",
+    'unparsable_number.urdf': r"joint\[@name='j1'\]/origin\[@xyz\]: could not convert string "
+                              r"to float: '0.1abc'",
+    'wrong_count.urdf': r"joint\[@name='j1'\]/origin\[@xyz\]: Invalid vector length",
     'zero_axis.urdf': r"joint 'j1': <axis> must be a finite non-zero vector",
     'mimic_cycle.urdf': r'mimic cycle: j1 -> j2 -> j1',
     'mimic_of_fixed.urdf': r"joint 'j2': <mimic> leader 'j1' is a fixed joint",
-    'joint_without_parent.urdf': r"joint 'j1': missing <parent link",
+    'joint_without_parent.urdf': r"joint\[@name='j1'\]: Required element not set in XML: parent",
 }
 
 WARN_URDFS = {
@@ -315,3 +317,98 @@ def test_dh_equals_the_same_arm_written_as_urdf():
 def test_bad_dh_rows(rows, message):
     with pytest.raises(ModelError, match=message):
         RobotModel.from_dh(rows)
+
+
+# --- through urdf_parser_py (ROS's urdfdom_py) ----------------------------------------------
+
+PENDULUM = '''<robot name="pendulum"><link name="base"/>
+  <link name="arm"><inertial><origin xyz="0.5 0 0"/><mass value="2"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial></link>
+  <joint name="hinge" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="50" velocity="2"/></joint></robot>'''
+
+
+def test_a_description_urdf_parser_py_read_builds_the_same_model():
+    """What ROS users hold (urdf_parser_py's URDF object) loads as the same text does, and the
+    torque holding a pendulum is -m g l cos(q), by hand.
+    """
+    from urdf_parser_py.urdf import URDF
+    for text in (PENDULUM, open(DEMO_ARM).read()):
+        from_object = RobotModel.from_urdf_model(URDF.from_xml_string(text))
+        from_text = RobotModel.from_urdf_string(text)
+        assert from_object.joint_names == from_text.joint_names
+        q = np.linspace(-0.5, 0.5, from_text.nq)
+        np.testing.assert_array_equal(from_object.gravity_torques(q),
+                                      from_text.gravity_torques(q))
+        np.testing.assert_array_equal(from_object.mass_matrix(q), from_text.mass_matrix(q))
+    pendulum = RobotModel.from_urdf_model(URDF.from_xml_string(PENDULUM))
+    # Its center of mass is at (l cos q, 0, -l sin q): gravity turns it by +m g l cos q about +y,
+    # and the joint holds it with the opposite torque.
+    for q in (0.0, 0.4, -1.1):
+        np.testing.assert_allclose(pendulum.gravity_torques(np.array([q])),
+                                   [-2 * 9.81 * 0.5 * np.cos(q)], atol=1e-12)
+
+
+def test_a_description_built_in_code_is_checked_like_text():
+    from urdf_parser_py import urdf
+    robot = urdf.URDF.from_xml_string(PENDULUM)
+    robot.links[1].inertial.mass = float('nan')
+    with pytest.raises(UrdfError, match=r"link 'arm' <inertial> <mass>: nan: numbers must be"):
+        RobotModel.from_urdf_model(robot)
+    robot = urdf.URDF.from_xml_string(PENDULUM)
+    robot.joints[0].limit = None
+    with pytest.raises(UrdfError, match=r"joint 'hinge': a revolute joint needs a <limit>"):
+        RobotModel.from_urdf_model(robot)
+    robot = urdf.URDF.from_xml_string(PENDULUM)
+    robot.joints[0].origin = urdf.Pose(xyz=[0, 'x', 0])
+    with pytest.raises(UrdfError, match=r"joint 'hinge' <origin xyz>: expected 3 number"):
+        RobotModel.from_urdf_model(robot)
+    robot.links.append(urdf.Link(name='arm'))
+    with pytest.raises(UrdfError, match="duplicate link name 'arm'"):
+        RobotModel.from_urdf_model(robot)
+    for not_a_robot in (None, 'robot.urdf', urdf.Link(name='a')):
+        with pytest.raises(UrdfError, match='urdf_parser_py URDF object'):
+            RobotModel.from_urdf_model(not_a_robot)
+
+
+@pytest.mark.parametrize('text', [
+    '<?xml version="1.0"?><!DOCTYPE robot [<!ENTITY secret SYSTEM "file:///etc/hostname">]>'
+    '<robot name="&secret;"><link name="a"/></robot>',
+    '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;">'
+    '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><robot name="&c;"><link name="a"/></robot>',
+    '<!DOCTYPE robot [<!ENTITY remote SYSTEM "http://127.0.0.1:9/x">]>'
+    '<robot name="r"><link name="&remote;"/></robot>',
+], ids=['external entity', 'entity expansion', 'network entity'])
+def test_entities_are_refused_before_anything_is_parsed(text):
+    with pytest.raises(UrdfError, match='entity declarations'):
+        RobotModel.from_urdf_string(text)
+
+
+def test_an_undeclared_entity_is_invalid_xml_and_a_plain_doctype_loads():
+    with pytest.raises(UrdfError, match='not valid XML'):
+        RobotModel.from_urdf_string('<robot name="&nowhere;"><link name="a"/></robot>')
+    assert RobotModel.from_urdf_string(
+        '<?xml version="1.0"?><!DOCTYPE robot><!-- a comment --><robot name="r">'
+        '<?processing instruction?><link name="a"/><!-- another --></robot>').nq == 0
+    # Text is decoded already: a declared encoding does not decode it again.
+    assert RobotModel.from_urdf_string(
+        '  <?xml version="1.0" encoding="ISO-8859-1"?><robot name="r"><link name="bras_\u00e9"/>'
+        '</robot>').root_link == 'bras_\u00e9'
+
+
+def test_what_the_parser_reports_inside_links_and_joints_becomes_a_warning(capsys):
+    """Unknown tags and attributes in a link or joint reach the model's warnings (not stderr);
+    top-level tags the model does not read (ros2_control, gazebo) pass silently; and what
+    urdf_parser_py reports for the user's own parse still goes where it went before.
+    """
+    from urdf_parser_py.urdf import URDF
+    text = PENDULUM.replace('<axis', '<typo_tag/><axis').replace(
+        '<link name="base"/>', '<link name="base" colour="red"/><ros2_control name="x" '
+        'type="system"><hardware/></ros2_control><gazebo reference="base"/>')
+    model = RobotModel.from_urdf_string(text)
+    warned = ' '.join(model.warnings)
+    assert 'Unknown tag "typo_tag"' in warned and 'Unknown attribute "colour"' in warned
+    assert 'ros2_control' not in warned and 'gazebo' not in warned
+    assert capsys.readouterr().err == ''
+    URDF.from_xml_string(text)                 # the user's own parse: urdf_parser_py's handler
+    assert 'Unknown tag "typo_tag"' in capsys.readouterr().err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+import numbers
 import os
 from typing import Optional
 
@@ -132,58 +133,63 @@ def geometry_mass_properties(geometries: Sequence[Geometry], density: Optional[f
     return inertia.from_moments(unit.volume, rho * unit.mass, unit.com, rho * unit.inertia_com)
 
 
-def parse_link_geometry(root: object, kind: str = 'collision') -> dict[str, list[Geometry]]:
-    """Shapes per link from a parsed URDF (``xml.etree`` root): ``{link: [Geometry, ...]}``.
+def link_geometry(robot: object, kind: str = 'collision') -> dict[str, list[Geometry]]:
+    """Shapes per link of a urdf_parser_py ``URDF`` object: ``{link: [Geometry, ...]}``.
 
     ``kind`` is 'collision' or 'visual'; a link without shapes of that kind falls back to the
-    other kind. Unparsable shapes raise :class:`MeshError` naming the link.
+    other kind. Unreadable shapes raise :class:`MeshError` naming the link.
     """
     out = {}
-    for link in root.findall('link'):
-        name = link.get('name')
-        shapes = link.findall(kind) or link.findall('visual' if kind == 'collision'
-                                                    else 'collision')
+    other = 'visual' if kind == 'collision' else 'collision'
+    for link in robot.links:
+        shapes = list(getattr(link, kind + 's', None) or getattr(link, other + 's', None) or ())
         geometries = []
         for shape in shapes:
-            geometry = shape.find('geometry')
-            if geometry is None or len(geometry) == 0:
+            geometry = getattr(shape, 'geometry', None)
+            if geometry is None:
                 continue
             try:
-                geometries.append(_geometry(shape, geometry[0]))
+                geometries.append(_geometry(getattr(shape, 'origin', None), geometry))
             except (TypeError, ValueError) as err:
-                raise MeshError(f'link {name!r}: cannot read <{geometry[0].tag}>: {err}') \
-                    from None
+                raise MeshError(f'link {link.name!r}: cannot read its '
+                                f'<{type(geometry).__name__.lower()}>: {err}') from None
         if geometries:
-            out[name] = geometries
+            out[link.name] = geometries
     return out
 
 
-def _floats(text, count):
-    if text is None:
+def _floats(values, count):
+    if values is None:
         raise ValueError(f'expected {count} number(s), got nothing')
-    values = [float(v) for v in text.split()]
-    if len(values) != count:
-        raise ValueError(f'expected {count} numbers, got {text!r}')
+    values = [values] if count == 1 and not isinstance(values, (list, tuple)) else values
+    if len(values) != count or not all(isinstance(v, numbers.Real) for v in values):
+        raise ValueError(f'expected {count} number(s), got {values!r:.200}')
     if not all(abs(v) <= MAX_LENGTH for v in values):
-        raise ValueError(f'expected finite numbers of magnitude <= {MAX_LENGTH:g}, got {text!r}')
-    return values
+        raise ValueError(f'expected finite numbers of magnitude <= {MAX_LENGTH:g}, '
+                         f'got {values!r:.200}')
+    return [float(v) for v in values]
 
 
-def _geometry(shape, g):
+def _geometry(pose, g):
+    """:class:`Geometry` of urdf_parser_py's shape ``g`` at ``pose`` (its ``Pose`` or None)."""
     origin = np.eye(4)
-    o = shape.find('origin')
-    if o is not None:
-        origin[:3, :3] = matrix_from_rpy(_floats(o.get('rpy', '0 0 0'), 3))
-        origin[:3, 3] = _floats(o.get('xyz', '0 0 0'), 3)
-    if g.tag == 'box':
-        return Geometry(origin, 'box', size=tuple(_floats(g.get('size'), 3)))
-    if g.tag == 'cylinder':
-        return Geometry(origin, 'cylinder', radius=_floats(g.get('radius'), 1)[0],
-                        length=_floats(g.get('length'), 1)[0])
-    if g.tag == 'sphere':
-        return Geometry(origin, 'sphere', radius=_floats(g.get('radius'), 1)[0])
-    if g.tag == 'mesh':
-        scale = g.get('scale')
-        return Geometry(origin, 'mesh', filename=g.get('filename'),
-                        scale=tuple(_floats(scale, 3)) if scale else (1.0, 1.0, 1.0))
-    raise ValueError(f'unknown geometry <{g.tag}>')
+    if pose is not None:
+        origin[:3, :3] = matrix_from_rpy(_floats(getattr(pose, 'rpy', None) or [0, 0, 0], 3))
+        origin[:3, 3] = _floats(getattr(pose, 'xyz', None) or [0, 0, 0], 3)
+    shape = type(g).__name__
+    if shape == 'Box':
+        return Geometry(origin, 'box', size=tuple(_floats(g.size, 3)))
+    if shape == 'Cylinder':
+        return Geometry(origin, 'cylinder', radius=_floats(g.radius, 1)[0],
+                        length=_floats(g.length, 1)[0])
+    if shape == 'Sphere':
+        return Geometry(origin, 'sphere', radius=_floats(g.radius, 1)[0])
+    if shape == 'Mesh':
+        if not isinstance(g.filename, str) or not g.filename:
+            raise ValueError('a mesh needs a filename')
+        scale = g.scale
+        if isinstance(scale, numbers.Real):           # a scalar scale, as some writers give
+            scale = [scale] * 3
+        return Geometry(origin, 'mesh', filename=g.filename,
+                        scale=tuple(_floats(scale, 3)) if scale is not None else (1.0, 1.0, 1.0))
+    raise ValueError(f'unknown geometry {shape}')

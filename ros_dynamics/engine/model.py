@@ -40,7 +40,7 @@ from .dof_tree import DofTree, frozen
 from .exceptions import ModelError, UnknownFrameError, UnknownJointError
 from .settings import DynamicSettings, make_settings
 from .tree import assemble
-from .urdf import parse_urdf, read_urdf_file
+from .urdf import parse_urdf, read_urdf_file, robot_specs
 
 
 class Model(DofTree):
@@ -228,6 +228,20 @@ class Model(DofTree):
         name, links, joints, notes = parse_urdf(
             xml, strict=strict, fill_inertials_density=fill_inertials_density, base_dir=base_dir,
             mesh_search_paths=mesh_search_paths, root_joint=root_joint)
+        return cls(links, joints, name=name, strict=strict, notes=notes, root_joint=root_joint)
+
+    @classmethod
+    def from_urdf_model(cls, urdf, *, root_joint: Optional[str] = None, strict: bool = False,
+                        fill_inertials_density: Optional[float] = None,
+                        base_dir: Optional[str] = None,
+                        mesh_search_paths: Sequence[str] = ()) -> Model:
+        """Model of a description urdf_parser_py has read (its ``URDF`` object, e.g.
+        ``URDF.from_xml_string(text)`` or ``URDF.from_parameter_server()``), checked as
+        :meth:`from_urdf_string` checks text; the object is only read.
+        """
+        name, links, joints, notes = robot_specs(
+            urdf, strict=strict, fill_inertials_density=fill_inertials_density,
+            base_dir=base_dir, mesh_search_paths=mesh_search_paths, root_joint=root_joint)
         return cls(links, joints, name=name, strict=strict, notes=notes, root_joint=root_joint)
 
     @classmethod

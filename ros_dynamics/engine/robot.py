@@ -44,7 +44,8 @@ class RobotModel(Model):
     engine's algorithms as methods (see the module docstring and
     :class:`~ros_dynamics.engine.model.Model` for the attributes).
 
-    Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or :meth:`from_dh`. Every
+    Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string`, :meth:`from_urdf_model` (a
+    description urdf_parser_py read) or :meth:`from_dh`. Every
     method taking ``q`` accepts a leading batch dimension, ``q`` of shape ``(..., nq)`` and
     velocities of shape ``(..., nv)``.
     """
