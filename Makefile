@@ -4,10 +4,11 @@
 SHELL := /bin/bash
 RUN := source .ci/activate.sh &&
 
-.PHONY: help env test demo docs bench soak memory lint clean
+.PHONY: help env test test-apt-versions demo docs bench soak memory lint clean
 help:
 	@echo "make demo [URDF=path/to/robot.urdf]   run the nodes on the demo arm (or your robot)"
 	@echo "make test                             run every test"
+	@echo "make test-apt-versions                the tests on Jazzy's apt NumPy/SciPy (.venv-apt)"
 	@echo "make docs                             build the documentation into doc/_build/html"
 	@echo "make bench                            run the benchmark suite against peers"
 	@echo "make soak                             10 minutes of 1 kHz joint states, 1 % bad"
@@ -19,6 +20,17 @@ env:
 
 test: env
 	$(RUN) python -m pytest $(or $(PYTEST_ARGS),test)
+
+# The engine and node tests again with the NumPy, SciPy and Matplotlib a Jazzy user has from apt
+# (.ci/constraints-jazzy-apt.txt), in .venv-apt, built like .venv (pip's downloads shared); the
+# closed loops (MuJoCo) and the documentation build run in make test only.
+APT := RD_VENV=$(CURDIR)/.venv-apt RD_CONSTRAINTS=$(CURDIR)/.ci/constraints-jazzy-apt.txt \
+	PIP_CACHE_DIR=$(CURDIR)/.venv/cache/pip
+test-apt-versions:
+	@$(APT) bash .ci/bootstrap_env.sh
+	$(APT) bash -c 'source .ci/activate.sh && python .ci/check_versions.py \
+		.ci/constraints-jazzy-apt.txt numpy scipy matplotlib pin && python -m pytest \
+		$(or $(PYTEST_ARGS),test --ignore=test/test_closed_loop.py --ignore=test/test_docs.py)'
 
 demo: env
 	$(RUN) python -m ros_dynamics.demo $(if $(URDF),--urdf "$(URDF)") $(DEMO_ARGS)

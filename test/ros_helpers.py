@@ -36,15 +36,16 @@ def executable(name):
     """Path of an installed node or tool of this package.
 
     ``make env`` installs them next to the interpreter of the checkout's ``.venv`` (editable:
-    the checkout's code); a colcon install puts them in ``<prefix>/lib/ros_dynamics`` of the
-    package's ament prefix (``colcon test``, a sourced workspace). Under the checkout's own
-    ``.venv`` its entry points come first, so a sourced workspace cannot stand in for the code
-    under test; elsewhere the ament prefix comes first. ``PATH`` last.
+    the checkout's code; ``.venv-apt`` likewise); a colcon install puts them in
+    ``<prefix>/lib/ros_dynamics`` of the package's ament prefix (``colcon test``, a sourced
+    workspace). Under a venv of the checkout its entry points come first, so a sourced
+    workspace cannot stand in for the code under test; elsewhere the ament prefix comes first.
+    ``PATH`` last.
     """
     scripts = [sysconfig.get_paths()['scripts'], os.path.dirname(sys.executable)]
     prefix = package_prefix()
     installed = [os.path.join(prefix, 'lib', PACKAGE)] if prefix is not None else []
-    own_venv = os.path.realpath(sys.prefix) == os.path.realpath(os.path.join(REPO, '.venv'))
+    own_venv = os.path.dirname(os.path.realpath(sys.prefix)) == os.path.realpath(REPO)
     folders = scripts + installed if own_venv else installed + scripts
     for folder in folders:
         path = os.path.join(folder, name)
