@@ -1,6 +1,7 @@
 """Whatever arrives on one topic must not stall the 1 kHz path: a valid 10^5-point trajectory
-(validated, splined and its feedforward computed off the executor) while joint states stream.
-The trajectory comes from another process (serialising it takes its publisher a second).
+(validated, splined and its feedforward computed off the executor) while joint states stream,
+and a flood of trajectories from two publishers at once, of which the newest wins.
+The huge trajectory comes from another process (serialising it takes its publisher a second).
 """
 import os
 import subprocess
@@ -14,6 +15,7 @@ from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from builtin_interfaces.msg import Duration  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
@@ -89,6 +91,68 @@ def test_a_huge_trajectory_does_not_stall_the_joint_states(tmp_path):
             q0, v0, np.zeros(6)), atol=1e-9)
         np.testing.assert_allclose(out.points[-1].effort, MODEL.gravity_torques(q_end),
                                    atol=1e-9)
+    finally:
+        code = node.stop()
+    assert code == 0, node.output()
+
+
+def trajectory(points, offset):
+    """``points`` points 1 ms apart around Q + ``offset`` (the offset tells trajectories apart)."""
+    msg = JointTrajectory(joint_names=NAMES)
+    for k in range(points):
+        msg.points.append(JointTrajectoryPoint(
+            positions=[x + offset + 1e-4 * k for x in Q],
+            time_from_start=Duration(nanosec=k * 1_000_000)))
+    return msg
+
+
+def test_a_flood_of_trajectories_from_two_publishers_keeps_the_states_answered(tmp_path):
+    """60 trajectories of 900 points, from two publishers, back to back while joint states
+    stream: every state keeps being answered (no gap over 0.2 s), trajectories waiting for the
+    worker are replaced (counted as superseded), and the one played at the end is the last sent.
+    """
+    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}_flood', '-p',
+                       f'urdf_file:={DEMO_ARM}', '-p', 'ik.seed_samples:=0',
+                       log_path=str(tmp_path / 'node.log'))
+    try:
+        with client_node('flood_client') as client:
+            received, planned, reports = [], [], []
+            client.create_subscription(JointState, f'/{NS}_flood/gravity_torques',
+                                       lambda m: received.append(time.monotonic()), 1000)
+            client.create_subscription(JointTrajectory, f'/{NS}_flood/feedforward_trajectory',
+                                       planned.append, 100)
+            client.create_subscription(DiagnosticArray, '/diagnostics', reports.append, 100)
+            states = client.create_publisher(JointState, f'/{NS}_flood/joint_states', 100)
+            senders = [client.create_publisher(JointTrajectory, f'/{NS}_flood/joint_trajectory',
+                                               10) for _ in range(2)]
+            state = JointState(name=NAMES, position=Q)
+            assert spin_until(client, lambda: received, 20.0, lambda: states.publish(state)), \
+                node.output()
+            flood = [trajectory(900, 0.001 * k) for k in range(60)]
+            assert spin_until(client, lambda: all(p.get_subscription_count() for p in senders),
+                              10.0)
+            received.clear()
+            start = time.monotonic()
+            for k, msg in enumerate(flood):
+                senders[k % 2].publish(msg)
+                states.publish(state)
+                rclpy.spin_once(client, timeout_sec=0.0)
+            last = flood[-1].points[0].positions[0]
+            assert spin_until(client, lambda: planned and
+                              planned[-1].points[0].positions[0] == last, 30.0,
+                              lambda: states.publish(state)), node.output()
+            spin_until(client, lambda: False, 2.5, lambda: states.publish(state))
+
+        gaps = np.diff([start] + received)
+        counters = [{kv.key: kv.value for kv in status.values} for report in reports
+                    for status in report.status if status.name.endswith('ros_dynamics: dynamics')]
+        superseded = int(counters[-1].get('trajectories_superseded', 0))
+        print(f'{len(received)} answers, longest gap {gaps.max() * 1e3:.0f} ms; '
+              f'{len(planned)} of 60 trajectories planned, {superseded} superseded')
+        assert gaps.max() < 0.2
+        assert superseded > 0 and len(planned) < 60
+        np.testing.assert_allclose(planned[-1].points[-1].positions,
+                                   flood[-1].points[-1].positions, atol=0)
     finally:
         code = node.stop()
     assert code == 0, node.output()
