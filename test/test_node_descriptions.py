@@ -118,6 +118,8 @@ def test_swaps_destroy_old_tip_topics_and_bad_descriptions_are_refused(client, t
             (XML + ' ' * 200_000, 'more than description.max_bytes'),
             (with_chains(60), 'more than max_tip_frames (50)'),
             ('<robot name="x"><link name="a"/>' + '<link>' * 10, 'refused the robot desc'),
+            ('<!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/hostname">]><robot name="&x;">'
+             '<link name="a"/></robot>', 'entity declarations'),
         ]
         for xml, reason in refusals:
             before = node.output().count('refused the robot description')
