@@ -412,3 +412,17 @@ def test_what_the_parser_reports_inside_links_and_joints_becomes_a_warning(capsy
     assert capsys.readouterr().err == ''
     URDF.from_xml_string(text)                 # the user's own parse: urdf_parser_py's handler
     assert 'Unknown tag "typo_tag"' in capsys.readouterr().err
+
+
+def test_descriptions_read_on_several_threads_at_once_keep_their_own_warnings():
+    """The node builds models on a thread while the user may parse too: what urdf_parser_py
+    reports during one read reaches that read's warnings only.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    texts = [PENDULUM.replace('<axis', f'<tag_{k}/><axis') for k in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(5):
+            models = list(pool.map(RobotModel.from_urdf_string, texts))
+            for k, model in enumerate(models):
+                tags = re.findall(r'tag_\d+', ' '.join(model.warnings))
+                assert tags == [f'tag_{k}'], (k, model.warnings)
