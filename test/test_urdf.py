@@ -39,8 +39,8 @@ BAD_URDFS = {
     'limit_without_effort.urdf': r"joint\[@name='j1'\]/limit: Required attribute not set in "
                                  r"XML: effort",
     'negative_mass.urdf': r"link 'b': negative mass -2.0",
-    'nan_origin.urdf': r"joint 'j1' <origin xyz>: \[0.0, nan, 0.0\]: numbers must be finite",
-    'nan_inertia.urdf': r"link 'b' <inertial> <inertia ixx>: nan: numbers must be finite",
+    'nan_origin.urdf': r"joint 'j1' <origin xyz>: expected finite .*got \[0.0, nan, 0.0\]",
+    'nan_inertia.urdf': r"link 'b' <inertial> <inertia ixx>: expected finite values.*got nan",
     'unparsable_number.urdf': r"joint\[@name='j1'\]/origin\[@xyz\]: could not convert string "
                               r"to float: '0.1abc'",
     'wrong_count.urdf': r"joint\[@name='j1'\]/origin\[@xyz\]: Invalid vector length",
@@ -353,7 +353,8 @@ def test_a_description_built_in_code_is_checked_like_text():
     from urdf_parser_py import urdf
     robot = urdf.URDF.from_xml_string(PENDULUM)
     robot.links[1].inertial.mass = float('nan')
-    with pytest.raises(UrdfError, match=r"link 'arm' <inertial> <mass>: nan: numbers must be"):
+    with pytest.raises(UrdfError,
+                       match=r"link 'arm' <inertial> <mass>: expected finite values.*got nan"):
         RobotModel.from_urdf_model(robot)
     robot = urdf.URDF.from_xml_string(PENDULUM)
     robot.joints[0].limit = None
@@ -361,7 +362,11 @@ def test_a_description_built_in_code_is_checked_like_text():
         RobotModel.from_urdf_model(robot)
     robot = urdf.URDF.from_xml_string(PENDULUM)
     robot.joints[0].origin = urdf.Pose(xyz=[0, 'x', 0])
-    with pytest.raises(UrdfError, match=r"joint 'hinge' <origin xyz>: expected 3 number"):
+    with pytest.raises(UrdfError, match=r"joint 'hinge' <origin xyz>: expected real numbers"):
+        RobotModel.from_urdf_model(robot)
+    robot.joints[0].origin = urdf.Pose(xyz=[0, 0])
+    with pytest.raises(UrdfError, match=r"joint 'hinge' <origin xyz>: expected 3 number\(s\), "
+                                        r"got \[0, 0\]"):
         RobotModel.from_urdf_model(robot)
     robot.links.append(urdf.Link(name='arm'))
     with pytest.raises(UrdfError, match="duplicate link name 'arm'"):

@@ -18,7 +18,8 @@ from typing import Optional
 import numpy as np
 
 from . import inertia
-from .exceptions import MeshError
+from .checks import as_finite_array
+from .exceptions import DynamicsError, MeshError
 from .rotations import matrix_from_rpy
 
 #: Largest shape size, scale factor or origin coordinate accepted (far beyond any robot; their
@@ -158,38 +159,40 @@ def link_geometry(robot: object, kind: str = 'collision') -> dict[str, list[Geom
     return out
 
 
-def _floats(values, count):
+def _floats(values, count, what):
+    """``values`` as ``count`` floats, finite and of magnitude <= :data:`MAX_LENGTH`."""
     if values is None:
-        raise ValueError(f'expected {count} number(s), got nothing')
-    values = [values] if count == 1 and not isinstance(values, (list, tuple)) else values
-    if len(values) != count or not all(isinstance(v, numbers.Real) for v in values):
-        raise ValueError(f'expected {count} number(s), got {values!r:.200}')
-    if not all(abs(v) <= MAX_LENGTH for v in values):
-        raise ValueError(f'expected finite numbers of magnitude <= {MAX_LENGTH:g}, '
-                         f'got {values!r:.200}')
-    return [float(v) for v in values]
+        raise ValueError(f'{what}: expected {count} number(s), got nothing')
+    try:
+        array = as_finite_array(values, what, MAX_LENGTH)
+    except DynamicsError as err:
+        raise ValueError(str(err)) from None
+    if array.ndim > 1 or array.size != count:
+        raise ValueError(f'{what}: expected {count} number(s), got {values!r:.200}')
+    return array.ravel().tolist()
 
 
 def _geometry(pose, g):
     """:class:`Geometry` of urdf_parser_py's shape ``g`` at ``pose`` (its ``Pose`` or None)."""
     origin = np.eye(4)
     if pose is not None:
-        origin[:3, :3] = matrix_from_rpy(_floats(getattr(pose, 'rpy', None) or [0, 0, 0], 3))
-        origin[:3, 3] = _floats(getattr(pose, 'xyz', None) or [0, 0, 0], 3)
+        rpy = _floats(getattr(pose, 'rpy', None) or [0, 0, 0], 3, 'rpy')
+        origin[:3, :3] = matrix_from_rpy(rpy)
+        origin[:3, 3] = _floats(getattr(pose, 'xyz', None) or [0, 0, 0], 3, 'xyz')
     shape = type(g).__name__
     if shape == 'Box':
-        return Geometry(origin, 'box', size=tuple(_floats(g.size, 3)))
+        return Geometry(origin, 'box', size=tuple(_floats(g.size, 3, 'size')))
     if shape == 'Cylinder':
-        return Geometry(origin, 'cylinder', radius=_floats(g.radius, 1)[0],
-                        length=_floats(g.length, 1)[0])
+        return Geometry(origin, 'cylinder', radius=_floats(g.radius, 1, 'radius')[0],
+                        length=_floats(g.length, 1, 'length')[0])
     if shape == 'Sphere':
-        return Geometry(origin, 'sphere', radius=_floats(g.radius, 1)[0])
+        return Geometry(origin, 'sphere', radius=_floats(g.radius, 1, 'radius')[0])
     if shape == 'Mesh':
         if not isinstance(g.filename, str) or not g.filename:
             raise ValueError('a mesh needs a filename')
         scale = g.scale
         if isinstance(scale, numbers.Real):           # a scalar scale, as some writers give
             scale = [scale] * 3
-        return Geometry(origin, 'mesh', filename=g.filename,
-                        scale=tuple(_floats(scale, 3)) if scale is not None else (1.0, 1.0, 1.0))
+        scale = (1.0, 1.0, 1.0) if scale is None else tuple(_floats(scale, 3, 'scale'))
+        return Geometry(origin, 'mesh', filename=g.filename, scale=scale)
     raise ValueError(f'unknown geometry {shape}')

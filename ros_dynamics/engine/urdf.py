@@ -27,14 +27,13 @@ joint moving in its frame's x-y plane; their ``<axis>`` and ``<limit>`` are igno
 from __future__ import annotations
 
 import contextlib
-import numbers
 import os
 import re
 import threading
 
 import numpy as np
 
-from .checks import MAX_VALUE
+from .checks import MAX_VALUE, as_finite_array
 from .exceptions import DynamicsError, UrdfError
 from .joints import ONE_DOF_TYPES
 from .rotations import matrix_from_rpy
@@ -239,21 +238,19 @@ def _members(robot, attr):
 
 def _numbers(value, count, where, default=None, kind='limit'):
     """``value`` as ``count`` floats (a list; one number unwrapped), or ``default`` when it is
-    None; each finite and of magnitude at most ``BOUNDS[kind]``.
+    None; each finite and of magnitude at most ``BOUNDS[kind]`` (:func:`as_finite_array`).
     """
     if value is None:
         if default is None:
             raise UrdfError(f'{where}: missing')
         return default
-    values = [value] if count == 1 and not isinstance(value, (list, tuple)) else value
-    if not isinstance(values, (list, tuple)) or len(values) != count or not all(
-            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+    try:
+        values = as_finite_array(value, where, BOUNDS[kind])
+    except DynamicsError as err:
+        raise UrdfError(str(err)) from None
+    if values.ndim > 1 or values.size != count:
         raise UrdfError(f'{where}: expected {count} number(s), got {value!r:.200}')
-    values = [float(v) for v in values]
-    bound = BOUNDS[kind]
-    if not all(abs(v) <= bound for v in values):
-        raise UrdfError(f'{where}: {value!r:.200}: numbers must be finite and of magnitude '
-                        f'<= {bound:g}')
+    values = values.ravel().tolist()
     return values[0] if count == 1 else values
 
 
