@@ -33,6 +33,7 @@ efforts feed the external-torque observer (:mod:`~ros_dynamics.ros.effort_monito
 """
 from dataclasses import dataclass
 import sys
+import time
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -78,6 +79,9 @@ DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 JOINT_STATE_QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE,
                              history=HistoryPolicy.KEEP_LAST)
+#: Longest time [s] one joint-state callback keeps draining the queue before it gives the
+#: executor a turn (timers, /clock, services).
+DRAIN_BUDGET = 0.005
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,9 +279,14 @@ class DynamicsNode(Node):
     def _on_joint_state(self, msg):
         self._serve_joint_state(msg)
         # Queued joint states are taken here without a trip through the executor each (its
-        # wait-set bookkeeping costs about a message's serving: a 1 kHz backlog must drain).
+        # wait-set bookkeeping costs about a message's serving: a 1 kHz backlog must drain),
+        # but for at most DRAIN_BUDGET: the executor must get its turn, or /clock stands still
+        # (use_sim_time) and states that wait in the queue are judged younger than they are.
         sub = self._joint_state_sub
+        deadline = time.monotonic() + DRAIN_BUDGET
         for _ in range(JOINT_STATE_QOS.depth):
+            if time.monotonic() > deadline:
+                return
             with sub.handle:
                 taken = sub.handle.take_message(sub.msg_type, sub.raw)
             if taken is None:
