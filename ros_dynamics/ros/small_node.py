@@ -1,6 +1,8 @@
 """What the simulation and the effort controller share as small nodes: counters and read-only
 parameters declared from a table.
 """
+import signal
+
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -29,6 +31,15 @@ def run_node(name, args, start):
     """Create node ``name``, call ``start(node, executor)`` (which spins) until SIGINT; returns
     the exit code: 1 when ``start`` refuses its parameters or files (logged as fatal).
     """
+    interrupted = []
+
+    def on_sigint(signum, frame):
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    # Installed before rclpy's own handler, which calls it: SIGINT's KeyboardInterrupt can
+    # surface inside rclpy's message conversion as a RuntimeError, still a clean stop.
+    signal.signal(signal.SIGINT, on_sigint)
     rclpy.init(args=args)
     node = rclpy.create_node(name)
     code = 0
@@ -38,6 +49,9 @@ def run_node(name, args, start):
         start(node, executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        if not interrupted:
+            raise
     except (OSError, ValueError, DynamicsError) as e:
         node.get_logger().fatal(f'cannot start: {e}')
         code = 1
