@@ -1,7 +1,8 @@
 """Whatever arrives on one topic must not stall the 1 kHz path: a valid 10^5-point trajectory
 (validated, splined and its feedforward computed off the executor) while joint states stream,
 and a flood of trajectories from two publishers at once, of which the newest wins.
-The huge trajectory comes from another process (serialising it takes its publisher a second).
+The trajectories come from another process (serialising the huge one takes its publisher a
+second), so that the process timing the answers does nothing else.
 """
 import os
 import subprocess
@@ -64,11 +65,12 @@ def test_a_huge_trajectory_does_not_stall_the_joint_states(tmp_path):
             while time.monotonic() - start < 20.0 and not planned:
                 states.publish(state)                     # about 500 Hz
                 rclpy.spin_once(client, timeout_sec=0.002)
-            sender.wait(10.0)
-            end = time.monotonic() + 0.5
-            while time.monotonic() < end:
+            end = time.monotonic() + 0.5                  # the states keep being answered
+            while time.monotonic() < end or sender.poll() is None:     # while it exits
+                assert time.monotonic() - start < 40.0, 'the sender did not exit'
                 states.publish(state)
                 rclpy.spin_once(client, timeout_sec=0.002)
+            assert sender.returncode == 0
         assert planned, node.output()
         gaps = np.diff([start] + received)
         print(f'{len(received)} answers; longest gap {gaps.max() * 1e3:.0f} ms while a '
@@ -107,9 +109,10 @@ def trajectory(points, offset):
 
 
 def test_a_flood_of_trajectories_from_two_publishers_keeps_the_states_answered(tmp_path):
-    """60 trajectories of 900 points, from two publishers, back to back while joint states
-    stream: every state keeps being answered (no gap over 0.2 s), trajectories waiting for the
-    worker are replaced (counted as superseded), and the one played at the end is the last sent.
+    """60 trajectories of 900 points, from two publishers in another process, back to back
+    while joint states stream: every state keeps being answered (no gap over 0.2 s),
+    trajectories waiting for the worker are replaced (counted as superseded), and the one played
+    at the end is the last sent. This process only publishes states and times the answers.
     """
     node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}_flood', '-p',
                        f'urdf_file:={DEMO_ARM}', '-p', 'ik.seed_samples:=0',
@@ -119,28 +122,31 @@ def test_a_flood_of_trajectories_from_two_publishers_keeps_the_states_answered(t
             received, planned, reports = [], [], []
             client.create_subscription(JointState, f'/{NS}_flood/gravity_torques',
                                        lambda m: received.append(time.monotonic()), 1000)
+            # Raw: the plans are read after the timing, not while it runs.
             client.create_subscription(JointTrajectory, f'/{NS}_flood/feedforward_trajectory',
-                                       planned.append, 100)
+                                       planned.append, 100, raw=True)
             client.create_subscription(DiagnosticArray, '/diagnostics', reports.append, 100)
             states = client.create_publisher(JointState, f'/{NS}_flood/joint_states', 100)
-            senders = [client.create_publisher(JointTrajectory, f'/{NS}_flood/joint_trajectory',
-                                               10) for _ in range(2)]
             state = JointState(name=NAMES, position=Q)
             assert spin_until(client, lambda: received, 20.0, lambda: states.publish(state)), \
                 node.output()
-            flood = [trajectory(900, 0.001 * k) for k in range(60)]
-            assert spin_until(client, lambda: all(p.get_subscription_count() for p in senders),
-                              10.0)
+            sender = subprocess.Popen([sys.executable, __file__, 'flood'],
+                                      stdout=subprocess.PIPE, text=True,
+                                      cwd=os.path.dirname(__file__))
+            assert sender.stdout.readline().strip() == 'ready'     # built and matched
             received.clear()
             start = time.monotonic()
-            for k, msg in enumerate(flood):
-                senders[k % 2].publish(msg)
+            last = FLOOD_OFFSET * (FLOOD - 1)
+
+            def newest_played():
+                return planned and deserialize_message(
+                    planned[-1], JointTrajectory).points[0].positions[0] == Q[0] + last
+
+            while sender.poll() is None or not newest_played():
+                assert time.monotonic() - start < 40.0, node.output()
                 states.publish(state)
-                rclpy.spin_once(client, timeout_sec=0.0)
-            last = flood[-1].points[0].positions[0]
-            assert spin_until(client, lambda: planned and
-                              planned[-1].points[0].positions[0] == last, 30.0,
-                              lambda: states.publish(state)), node.output()
+                rclpy.spin_once(client, timeout_sec=0.002)
+            assert sender.returncode == 0
             spin_until(client, lambda: False, 2.5, lambda: states.publish(state))
 
         gaps = np.diff([start] + received)
@@ -148,14 +154,38 @@ def test_a_flood_of_trajectories_from_two_publishers_keeps_the_states_answered(t
                     for status in report.status if status.name.endswith('ros_dynamics: dynamics')]
         superseded = int(counters[-1].get('trajectories_superseded', 0))
         print(f'{len(received)} answers, longest gap {gaps.max() * 1e3:.0f} ms; '
-              f'{len(planned)} of 60 trajectories planned, {superseded} superseded')
+              f'{len(planned)} of {FLOOD} trajectories planned, {superseded} superseded')
         assert gaps.max() < 0.2
-        assert superseded > 0 and len(planned) < 60
-        np.testing.assert_allclose(planned[-1].points[-1].positions,
-                                   flood[-1].points[-1].positions, atol=0)
+        assert superseded > 0 and len(planned) < FLOOD
+        played = deserialize_message(planned[-1], JointTrajectory)
+        np.testing.assert_allclose(played.points[-1].positions,
+                                   trajectory(900, last).points[-1].positions, atol=0)
     finally:
         code = node.stop()
     assert code == 0, node.output()
+
+
+#: The flood: FLOOD trajectories, the k-th offset by k * FLOOD_OFFSET [rad].
+FLOOD = 60
+FLOOD_OFFSET = 0.001
+
+
+def send_flood():
+    """The flood's two publishers, in a process of its own: prints 'ready' once the messages
+    are built and the node subscribes, then publishes them back to back, alternating.
+    """
+    rclpy.init()
+    node = rclpy.create_node('flood_sender')
+    senders = [node.create_publisher(JointTrajectory, f'/{NS}_flood/joint_trajectory', 10)
+               for _ in range(2)]
+    flood = [trajectory(900, FLOOD_OFFSET * k) for k in range(FLOOD)]
+    spin_until(node, lambda: all(p.get_subscription_count() for p in senders), 10.0)
+    print('ready', flush=True)
+    for k, msg in enumerate(flood):
+        senders[k % 2].publish(msg)
+    spin_until(node, lambda: False, 1.0)
+    node.destroy_node()
+    rclpy.shutdown()
 
 
 def send():
@@ -176,4 +206,4 @@ def send():
 
 
 if __name__ == '__main__':
-    send()
+    send_flood() if sys.argv[1:] == ['flood'] else send()
