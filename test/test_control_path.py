@@ -92,6 +92,8 @@ class Loop:
             behind = time.time_ns() - int(stamps_ns[start])
             if keep_up and behind > 0:
                 stamps_ns[start:] += -(-behind // keep_up) * keep_up
+            elif keep_up and behind < 0:     # not ahead of the clock either: paced
+                spin_until(self.client, lambda: False, -behind * 1e-9)
             chunk = stamps_ns[start:start + burst]
             for k, ns in enumerate(chunk):
                 msg = JointState(name=self.names, position=q[start + k].tolist())
@@ -169,9 +171,9 @@ def test_a_many_frame_robot_gets_a_command_for_every_joint_state_with_default_pa
 
 
 def test_no_command_from_a_stale_state_and_the_loop_recovers(client, tmp_path):
-    """A joint state stamped 0.5 s ago (older than command.max_state_age, 0.1 s by default)
-    gets its stamped gravity torques but no command: counted, warned, diagnostics WARN; the
-    next fresh one gets its command again.
+    """A joint state stamped 0.5 s ago (older than command.max_state_age, 0.1 s by default),
+    or 0.5 s ahead of the node's clock, gets its stamped gravity torques but no command:
+    counted, warned, diagnostics WARN; the next fresh one gets its command again.
     """
     model = load(DEMO_ARM)
     node = NodeProcess('dynamics_node', '-r', '__ns:=/stale', '-p', f'urdf_file:={DEMO_ARM}',
@@ -179,7 +181,7 @@ def test_no_command_from_a_stale_state_and_the_loop_recovers(client, tmp_path):
     try:
         loop = Loop(client, 'stale', model.joint_names)
         loop.wait_for_node()
-        q = model.random_configuration(4, size=3)
+        q = model.random_configuration(4, size=4)
         loop.stream(q[:1], [time.time_ns()])                   # fresh: commanded
         assert spin_until(client, lambda: len(loop.commands) == 1, 5.0)
         old = time.time_ns() - 500_000_000
@@ -187,12 +189,16 @@ def test_no_command_from_a_stale_state_and_the_loop_recovers(client, tmp_path):
         assert len(loop.commands) == 1                         # stale: no command
         np.testing.assert_allclose(loop.torques[old].effort, model.gravity_torques(q[1]),
                                    atol=1e-9)                  # torques, stamped: published
+        # Stamped 0.5 s ahead of the node's clock (from before a clock went back): the same.
+        ahead = time.time_ns() + 500_000_000
+        loop.stream(q[2:3], [ahead])
+        assert len(loop.commands) == 1
         status = loop.diagnostics_after()
-        assert loop.counter('stale_states') == 1
+        assert loop.counter('stale_states') == 2
         assert status.level == status.WARN and 'max_state_age' in status.message
-        loop.stream(q[2:], [time.time_ns()])
+        loop.stream(q[3:], [time.time_ns()])
         assert spin_until(client, lambda: len(loop.commands) == 2, 5.0)
-        np.testing.assert_allclose(loop.commands[-1].data, model.gravity_torques(q[2]),
+        np.testing.assert_allclose(loop.commands[-1].data, model.gravity_torques(q[3]),
                                    atol=1e-9)
     finally:
         assert node.stop() == 0, node.output()

@@ -328,18 +328,22 @@ class DynamicsNode(Node):
 
     def _fresh(self, stamp, max_age):
         """Whether a joint state stamped ``stamp`` is recent enough to command from: its age
-        on the node clock at most ``max_age`` [s] (0: no bound); a zero stamp counts as current.
+        on the node clock at most ``max_age`` [s] (0: no bound), and stamped no more than
+        ``max_age`` ahead of that clock (a state from before the clock went back, or from a
+        clock the node does not share); a zero stamp counts as current.
         """
         if max_age <= 0 or (stamp.sec == 0 and stamp.nanosec == 0):
             return True
         now_ns = self.get_clock().now().nanoseconds
         age = (now_ns - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
-        if age <= max_age:
+        if -max_age <= age <= max_age:
             return True
         self.diagnostics.count('stale_states')
-        self._log.warning(f'a joint state {age:.3g} s old (older than command.max_state_age = '
-                          f'{max_age:g} s): no command computed from it; the node may be behind '
-                          'or the stamps in another clock (use_sim_time?)', cause='stale state')
+        when = f'{age:.3g} s old' if age > 0 else f'stamped {-age:.3g} s ahead of the node clock'
+        self._log.warning(f'a joint state {when} (command.max_state_age = {max_age:g} s): no '
+                          'command computed from it; the node may be behind, its clock gone '
+                          'back, or the stamps in another clock (use_sim_time?)',
+                          cause='stale state')
         return False
 
     def _readiness(self, serving):

@@ -121,6 +121,9 @@ class SimNode:
                                  self._guard(self._on_wrench, 'wrench'), 10)
         node.create_service(Trigger, '~/reset', self._guard(
             self._on_reset, 'reset', lambda req, resp, err: _failed(resp, err)))
+        node.create_service(Trigger, '~/reset_simulation', self._guard(
+            self._on_reset_simulation, 'reset_simulation',
+            lambda req, resp, err: _failed(resp, err)))
         node.add_on_set_parameters_callback(self._guard(
             self._on_parameters, 'parameters',
             lambda params, err: SetParametersResult(successful=False, reason=str(err))))
@@ -202,6 +205,12 @@ class SimNode:
         self.counts.count('resets')
         response.success = True
         response.message = 'at the initial positions, at rest, command zero, no wrench'
+        return response
+
+    def _on_reset_simulation(self, request, response):
+        self._on_reset(request, response)
+        self.robot.restart_time()
+        response.message += ', simulated time (/clock) back to zero'
         return response
 
     def _on_parameters(self, params):

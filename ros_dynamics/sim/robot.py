@@ -423,6 +423,10 @@ class SimulatedRobot:
         self._apply_wrench()
         mujoco.mj_step(self.model, self.data)
 
+    def restart_time(self):
+        """Simulated time back to zero (what a simulator's reset does to its clock)."""
+        self.data.time = 0.0
+
     def hold(self):
         """One :data:`TIME_STEP` with the joints held still (brakes on)."""
         self.data.qvel[:] = 0.0
