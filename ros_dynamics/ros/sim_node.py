@@ -18,6 +18,10 @@ refused (counted, throttled error) and the last valid command stays applied, as 
 command controller keeps its last command when it rejects one: zeroing the torques would drop
 the arm. Until the first valid command the joints are held still (``hold_until_command``: a
 robot's brakes stay on until its controller runs).
+
+``~/reset`` puts the robot back at its initial positions, at rest, command zero;
+``~/reset_simulation`` also takes simulated time back to zero (``/clock`` jumps back, as
+Gazebo's ``reset_simulation`` makes it).
 """
 import math
 import sys
