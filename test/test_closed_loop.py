@@ -10,7 +10,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from robots import DEMO_ARM, PANDA, UR5, erd, load
+from robots import DEMO_ARM, PANDA, TALOS, UR5, erd, load
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from closed_loop import processes, reset, wait_sim_time  # noqa: E402
@@ -37,7 +37,8 @@ from ros_dynamics.engine import Payload  # noqa: E402
 REAL_TIME_FACTOR = 0.2
 #: Robots of the loop tests: URDF, tip.
 ROBOTS = {'demo_arm': (DEMO_ARM, 'tool0'), 'ur5': (erd(UR5), 'tool0'),
-          'panda': (erd(PANDA), 'panda_hand')}
+          'panda': (erd(PANDA), 'panda_hand'),
+          'talos': (erd(TALOS), 'gripper_left_base_link')}
 
 
 @pytest.fixture(scope='module')
@@ -46,7 +47,7 @@ def ros():
         yield node
 
 
-@pytest.mark.parametrize('robot', ['demo_arm', 'ur5'])
+@pytest.mark.parametrize('robot', ['demo_arm', 'ur5', 'panda', 'talos'])
 def test_gravity_command_alone_holds_the_arm_and_without_it_the_arm_falls(ros, tmp_path, robot):
     urdf, tip = ROBOTS[robot]
     model = load(urdf)
