@@ -94,13 +94,14 @@ def random_configuration(model, joints, rng, margin=0.3):
 
 class Excursion:
     """``q(t) = q0 + A (1 - cos(2 pi t / period)) / 2`` for ``0 <= t <= duration`` [s]: from
-    rest at ``q0`` out by ``A`` and back, ``duration / period`` times; its samples as a
+    rest at ``q0`` out by ``A`` and back, ``duration / period`` times (``period``: one for
+    every joint, or (n,), one each: the payload excitation); its samples as a
     trajectory_msgs/JointTrajectory with positions, velocities and accelerations (quintic).
     """
 
     def __init__(self, q0, amplitude, duration=5.0, period=5.0):
         self.q0, self.amplitude = np.asarray(q0, float), np.asarray(amplitude, float)
-        self.duration, self.omega = duration, 2 * np.pi / period
+        self.duration, self.omega = duration, 2 * np.pi / np.asarray(period, float)
 
     def __call__(self, t):
         """Positions, velocities, accelerations (len(t), n) at times ``t`` (k,) [s]."""
