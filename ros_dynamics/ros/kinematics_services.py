@@ -62,10 +62,13 @@ class KinematicsServiceNode(Node):
     def __init__(self, dynamics_node, diagnostics):
         # Global remaps (a launch file's __node:=...) must not rename this node too; the
         # services' names are resolved by the dynamics node, with its remap rules.
-        sim_time = dynamics_node.get_parameter('use_sim_time').value
+        # Its stamps are the dynamics node's clock (simulated time with its use_sim_time): no
+        # /clock subscription of its own, which woke this multi-threaded executor 1,000 times
+        # a second beside a simulation and took the interpreter from the joint states.
         super().__init__(dynamics_node.get_name() + '_kinematics',
                          namespace=dynamics_node.get_namespace(), use_global_arguments=False,
-                         parameter_overrides=[Parameter('use_sim_time', value=sim_time)])
+                         parameter_overrides=[Parameter('use_sim_time', value=False)])
+        self._dynamics_clock = dynamics_node.get_clock()
         self._latest_q = dynamics_node.latest_q
         self._diagnostics = diagnostics
         self._log = ThrottledLog(self.get_logger())
@@ -95,8 +98,10 @@ class KinematicsServiceNode(Node):
             qos_profile=SERVICE_QOS, callback_group=ik_group)
         self.create_timer(0.25, self._guard(self._prepare_seed_tables, 'seed tables'),
                           callback_group=ik_group)
-        dynamics_node.add_post_set_parameters_callback(self._guard(self._follow_sim_time,
-                                                                   'use_sim_time'))
+
+    def get_clock(self):
+        """The dynamics node's clock: what the responses are stamped with."""
+        return self._dynamics_clock
 
     def _guard(self, callback, what, fallback=None):
         return guarded(callback, what, self._log, self._diagnostics, fallback)
@@ -112,11 +117,6 @@ class KinematicsServiceNode(Node):
             self._requested = []
         self._served = Served(model, served.solver if same else IKSolver(model), ik,
                               frame_prefix)
-
-    def _follow_sim_time(self, params):
-        for p in params:
-            if p.name == 'use_sim_time':
-                self.set_parameters([Parameter('use_sim_time', value=p.value)])
 
     def _on_compute_fk(self, request, response):
         served = self._served
