@@ -35,9 +35,8 @@ from ros_dynamics.engine import Payload  # noqa: E402
 #: Simulated seconds per wall second at most in these tests (in lockstep: a loaded 2-core
 #: machine running three nodes slows the loop further).
 REAL_TIME_FACTOR = 0.2
-#: Simulated seconds of free tracking before the push [s], per robot (else 5 s: the loop in
-#: lockstep runs at about 0.05 x real time here, 9 minutes per 30 s).
-FREE_TRACKING = {'demo_arm': 30.0}
+#: Simulated seconds of free tracking before the push [s].
+FREE_TRACKING = 30.0
 #: Robots of the loop tests: URDF, tip.
 ROBOTS = {'demo_arm': (DEMO_ARM, 'tool0'), 'ur5': (erd(UR5), 'tool0'),
           'panda': (erd(PANDA), 'panda_hand'),
@@ -145,7 +144,7 @@ def test_a_push_is_estimated_and_flagged_and_free_tracking_is_not(ros, tmp_path,
     """A 20 N push on the tool, in the simulation, while PD + feedforward holds the arm: the
     node's wrench estimate within 5 % in force and 3 deg in direction after 200 ms, the
     collision flagged within 10 ms of it (threshold 4 N m, observer gain 300/s); no flag during
-    the free tracking before it (30 s on the demo arm).
+    the 30 s of free tracking before it.
     """
     from geometry_msgs.msg import WrenchStamped
     from std_msgs.msg import Bool
@@ -155,7 +154,7 @@ def test_a_push_is_estimated_and_flagged_and_free_tracking_is_not(ros, tmp_path,
     q0 = random_configuration(model, joints, np.random.default_rng(11), margin=0.5)
     # The free tracking before the push: out and back every 5 s for FREE_TRACKING seconds.
     excursion = Excursion(q0, excursion_near_limits(model, joints, q0, fraction=0.4).amplitude,
-                          FREE_TRACKING.get(robot, 5.0), period=5.0)
+                          FREE_TRACKING, period=5.0)
     kp, kd = gains(model, joints, q0)
     ns = f'push_{robot}'
     recorder = StateRecorder(ros, ns, joints)
