@@ -57,6 +57,8 @@ def markdown(r):
         lines += _ik_tables(r)
     if 'node' in r:
         lines += _node_tables(r['node'])
+    if 'loop' in r:
+        lines += _loop_tables(r['loop'])
     if 'scaling' in r:
         lines += ['', '## Scaling with the number of joints (serial chains) [us]', '',
                   '| joints | inverse dynamics | mass matrix | gravity |', '|---|---|---|---|']
@@ -171,6 +173,47 @@ def _node_tables(node):
         lines.append(f'- {robot} at {p["rate"]} Hz for {p["duration_s"]:g} s (CPU '
                      f'{p["cpu_percent"]:.0f} %, answered {p["answered"]}/{p["sent"]}, p99 '
                      f'{_ms(p["p99_ms"])} ms, load {_load(p)}): {parts}{gc_text}{own}.')
+    return lines
+
+
+def _loop_tables(results):
+    """The closed loop on MuJoCo (benchmarks/loop.py): the demo's phases and the latency."""
+    def num(x, digits=2):
+        return f'{x:.{digits}f}' if isinstance(x, (int, float)) else str(x)
+
+    lines = ['', '## Closed loop on MuJoCo (sim_node, dynamics_node, effort_controller as '
+             'processes)', '',
+             'Each phase in lockstep at half of real time (see benchmarks/loop.py). Hold: '
+             'gravity_command alone, 10 s (goal 1 mrad). Track: RMS error of PD + '
+             'feedforward_command over PD + gravity_command, 5 s near the limits (goal 0.2). '
+             'Push: 20 N on the tip, wrench_estimates 200 ms in (goals 5 %, 3 deg), collision '
+             'flag as seen by the client, flags during the free tracking (goal 0).', '',
+             '| robot (joints, tip) | hold drift mrad | track RMS mrad ff / gravity | ratio | '
+             'push force % | push deg | flag ms | free flags | wall s |',
+             '|---|---|---|---|---|---|---|---|---|']
+    for robot, x in results.items():
+        push = x.get('push', {})
+        rms = x.get('track_rms_mrad')
+        lines.append(
+            f'| {robot} ({x["joints"]}, {x["tip"]}) | {num(x.get("hold_drift_mrad"), 3)} | '
+            + (f'{rms[0]:.2f} / {rms[1]:.2f}' if rms else '') + f' | '
+            f'{num(x.get("track_ratio"), 3)} | {num(push.get("force_error_percent"))} | '
+            f'{num(push.get("direction_error_deg"))} | {num(push.get("flag_after_ms"), 0)} | '
+            f'{push.get("free_tracking_flags", "")} | {x.get("wall_s", 0):.0f} |')
+    lines += ['', '### Loop latency at 1 kHz in real time: a state published to its '
+              'gravity_torques received [ms]', '',
+              'The simulation in real time (not in lockstep) beside ours, then beside the echo '
+              'node (the rclpy floor), alone each; answered: share of the states answered; '
+              'commanded: share of the states ours commanded (the rest judged stale or '
+              'unanswered).', '',
+              '| robot | node | states | answered | commanded | p50 | p99 | max |',
+              '|---|---|---|---|---|---|---|---|']
+    for robot, x in results.items():
+        for who, y in x.get('latency', {}).items():
+            lines.append(f'| {robot} | {who} | {y["states"]} | {100 * y["answered"]:.1f} % | '
+                         + (f'{100 * y["commanded"]:.1f} %' if 'commanded' in y else '')
+                         + f' | {num(y.get("p50_ms"))} | {num(y.get("p99_ms"))} | '
+                         f'{num(y.get("max_ms"))} |')
     return lines
 
 

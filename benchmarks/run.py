@@ -47,6 +47,8 @@ IK_ARMS = {   # example-robot-data URDF, tip frame: the arm is the chain from th
     'tiago arm (branched, prismatic torso)': ('tiago_description/robots/tiago.urdf',
                                               'arm_tool_link'),
 }
+#: The bundled demo arm (the closed loop's first robot).
+DEMO_ARM = os.path.join(os.path.dirname(HERE), 'ros_dynamics', 'robots', 'demo_arm.urdf')
 IK_TIMEOUT = 0.005      # [s] per solve, for every solver
 IK_TOLERANCE = 1e-5     # [m] and [rad]
 PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyKDL, peers.PyBullet, peers.MuJoCo,
@@ -625,7 +627,7 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='tiny sizes (a smoke run)')
     parser.add_argument('--output', default=os.path.join(HERE, 'results'))
     parser.add_argument('--only', nargs='*', default=None,
-                        help='sections: engine trajectory ik path deadline node scaling')
+                        help='sections: engine trajectory ik path deadline node scaling loop')
     parser.add_argument('--robots', nargs='*', default=list(ROBOTS),
                         help=f'robots of the engine section: {list(ROBOTS)}')
     parser.add_argument('--arms', nargs='*', default=list(IK_ARMS),
@@ -634,7 +636,7 @@ def main(argv=None):
     quick = args.quick
     rng = np.random.default_rng(20261121)
     sections = args.only or ['engine', 'trajectory', 'ik', 'path', 'deadline', 'node',
-                             'scaling']
+                             'scaling', 'loop']
     results = {'machine': machine(), 'quick': quick}
     previous = os.path.join(args.output, 'results.json')
     if args.only and os.path.isfile(previous):       # a partial run updates its sections
@@ -655,6 +657,12 @@ def main(argv=None):
             [('panda', 250, 1.0), ('talos', 250, 1.0)] if quick else
             [('panda', 250, 10.0), ('panda', 500, 10.0), ('panda', 1000, 60.0),
              ('talos', 1000, 60.0)], 2.0 if quick else 20.0)
+    if 'loop' in sections:
+        import loop
+        results['loop'] = loop.bench_loop(
+            {name: (DEMO_ARM if name == 'demo arm' else erd(ROBOTS[name][0]),
+                    'tool0' if name == 'demo arm' else ROBOTS[name][1])
+             for name in ('demo arm', 'ur5', 'panda', 'talos (branched)')})
     if 'scaling' in sections:
         results['scaling'] = bench_scaling([2, 8] if quick else [2, 4, 8, 16, 32, 64],
                                            20 if quick else 300, rng)

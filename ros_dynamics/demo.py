@@ -119,9 +119,9 @@ def main(argv=None):
     rclpy.init()
     client = rclpy.create_node('ros_dynamics_demo')
     try:
-        hold = _hold(client, args, urdf, joints, tip, q0)
-        tracked = _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, True)
-        baseline = _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, False)
+        hold = hold_phase(client, args, urdf, joints, tip, q0)
+        tracked = track_phase(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, True)
+        baseline = track_phase(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, False)
     except TimeoutError as err:
         print(f'[demo] {err}; see the logs in {args.output}/')
         return 1
@@ -135,7 +135,7 @@ def main(argv=None):
     return 0
 
 
-def _hold(client, args, urdf, joints, tip, q0):
+def hold_phase(client, args, urdf, joints, tip, q0):
     """Worst joint drift [rad] over ``args.hold`` s with gravity_command alone."""
     ns = 'demo_hold'
     recorder = loop.StateRecorder(client, ns, joints)
@@ -154,7 +154,7 @@ def _hold(client, args, urdf, joints, tip, q0):
     return drift
 
 
-def _track(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedforward):
+def track_phase(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, feedforward):
     """Tracking (and, with ``feedforward``, the push): a dict of what was measured."""
     from geometry_msgs.msg import WrenchStamped
     from std_msgs.msg import Bool
@@ -220,7 +220,7 @@ def _wait(client, predicate, timeout, what):
         raise TimeoutError(what)
 
 
-def _push_figures(model, tip, tracked):
+def push_figures(model, tip, tracked):
     """``(times, estimated forces, applied force, force error, direction error [deg], flag
     delay [s])`` of the push, in the world (= base) frame.
     """
@@ -250,7 +250,7 @@ def _push_figures(model, tip, tracked):
 
 
 def _summary(model, tip, hold, tracked, baseline):
-    _, _, applied, error, angle, delay = _push_figures(model, tip, tracked)
+    _, _, applied, error, angle, delay = push_figures(model, tip, tracked)
     ratio = tracked['rms'] / baseline['rms']
     lines = [
         f'hold drift (gravity_command alone)      {hold * 1e3:9.3f} mrad   (goal <= 1 mrad '
@@ -286,7 +286,7 @@ def _plot(model, tip, tracked, baseline, folder):
     axes[0].set_title(f'{model.name}: tracking error |q - q_d| on the simulated robot')
     axes[0].set_xlabel('time into the trajectory [s]')
     axes[0].set_ylabel('[mrad]')
-    t, forces, applied, *_ = _push_figures(model, tip, tracked)
+    t, forces, applied, *_ = push_figures(model, tip, tracked)
     for i, axis in enumerate('xyz'):
         line, = axes[1].plot(t * 1e3, forces[:, i] if len(forces) else [], label=f'estimated '
                              f'f{axis}')
