@@ -116,7 +116,10 @@ def latency(client, urdf, joints, tip, q0, who, folder):
             demo.spin_until(client, lambda: False, LATENCY_SECONDS)
     finally:
         node.send_signal(2)
-        node.wait(10)
+        try:
+            node.wait(10)
+        except subprocess.TimeoutExpired:
+            node.kill()
         for sub in subs:
             client.destroy_subscription(sub)
     # The states of the window whose answers could have come in it (the last 0.1 s aside).

@@ -8,7 +8,8 @@ mean the same whatever the simulation's pace:
 - ``pass``: every state relayed at once (releasing any held back);
 - ``drop S``: states stamped within S seconds of the first one after the order are dropped,
   then ``pass``;
-- ``delay S``: a state is relayed when one stamped S seconds after it arrives;
+- ``delay S``: a state is relayed when one stamped S seconds after it arrives (those stamped
+  after the newest, from before the clock went back, at once);
 - ``burst N``: states held back and relayed N at a time, back to back.
 
 Prints ``ready`` once its subscriptions and publisher are made.
@@ -55,7 +56,14 @@ class Relay:
             self.mode = 'pass'
         self.held.append(msg)
         if self.mode == 'delay':
-            due = sum(1 for m in self.held if seconds(m.header.stamp) <= t - self.value + 1e-9)
+            # In order, while the oldest held is due; one stamped after this one comes from
+            # before the clock went back (a reset) and goes on now, as if it had been in flight.
+            due = 0
+            for m in self.held:
+                stamp = seconds(m.header.stamp)
+                if not (stamp <= t - self.value + 1e-9 or stamp > t):
+                    break
+                due += 1
             self.release(due)
         elif self.mode == 'burst':
             if len(self.held) >= self.value:

@@ -3,7 +3,8 @@ not in lockstep: the simulation runs on whatever the node does), held by ``dynam
 ``gravity_command`` alone, with a faulty link between the simulation's joint states and the
 node (``fault_relay.py``, its own process): states dropped for 200 ms, delayed by 50 ms (within
 ``command.max_state_age``, 0.1 s) and by 150 ms (beyond it), sent in bursts; then the robot
-description swapped on its topic and the simulation reset (``/clock`` back to zero).
+description swapped on its topic and the simulation reset (``/clock`` back to zero) while
+states are delayed, so that states of before the reset reach the node after it.
 
 Each command is traced to the joint state it was computed from by DDS source timestamps: the
 node publishes that state's stamped ``gravity_torques`` just before the command, and the
@@ -84,6 +85,12 @@ def node_status(reports):
             if s.name == f'/{NS}/ros_dynamics: dynamics']
 
 
+def counter(reports, key):
+    """``key`` in the node's latest diagnostics report (0 before any)."""
+    status = node_status(reports)
+    return int({kv.key: kv.value for kv in status[-1].values}.get(key, 0)) if status else 0
+
+
 def test_the_loop_rides_through_faults_and_never_commands_from_a_stale_state(tmp_path):
     model = load(DEMO_ARM)
     joints = list(model.actuated_joint_names)
@@ -126,12 +133,19 @@ def test_the_loop_rides_through_faults_and_never_commands_from_a_stale_state(tmp
                 start = recorder.now
                 assert wait_sim_time(ros, recorder, start + 0.5, 120.0)
                 windows.append(('swap', start, recorder.now))
+                # The reset with states in flight: delayed by 50 ms across it, so that states
+                # of before it reach the node after /clock went back (stamped seconds ahead).
+                fault.publish(String(data='delay 0.05'))
+                assert wait_sim_time(ros, recorder, recorder.now + 0.2, 120.0)
+                stale_before = counter(reports, 'stale_states')
                 reset_at = recorder.now
                 reset = ros.create_client(Trigger, f'/{NS}/sim/reset_simulation')
                 assert reset.wait_for_service(timeout_sec=10.0)
                 future = reset.call_async(Trigger.Request())
                 rclpy.spin_until_future_complete(ros, future, timeout_sec=10.0)
                 assert future.result().success
+                assert spin_until(ros, lambda: 0.2 <= recorder.now < reset_at, 120.0)
+                fault.publish(String(data='pass'))
                 assert spin_until(ros, lambda: 1.0 <= recorder.now < reset_at, 120.0)
                 spin_until(ros, lambda: False, 1.5)      # the last diagnostics report
                 dynamics_log = d['dynamics'].output()
@@ -178,6 +192,10 @@ def test_the_loop_rides_through_faults_and_never_commands_from_a_stale_state(tmp
     assert any(s.level == DiagnosticStatus.WARN and 'max_state_age' in s.message
                for s in status)
     assert int(counters['stamps_backwards']) >= 1
+    # The states in flight across the reset (about 50, stamped seconds ahead of the clock
+    # gone back) were refused: none commanded (the ages above), each counted.
+    print(f'stale states after the reset: {int(counters["stale_states"]) - stale_before}')
+    assert int(counters['stale_states']) - stale_before >= 30
     assert "model 'demo_arm_swapped' from the robot_description topic" in dynamics_log
     # The arm stayed where it was through every fault: the last command stays applied while
     # none comes, and every command held it.

@@ -82,6 +82,11 @@ JOINT_STATE_QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.BEST_EFFOR
 #: Longest time [s] one joint-state callback keeps draining the queue before it gives the
 #: executor a turn (timers, /clock, services).
 DRAIN_BUDGET = 0.005
+#: Furthest [s] a joint state may be stamped ahead of the node clock and still be commanded
+#: from: a simulator's /clock can be coarse (Gazebo Classic publishes it at 10 Hz by default),
+#: so states lead it by up to its period; a state further ahead comes from before the clock
+#: went back (in flight across a simulation reset) or from another clock.
+MAX_STAMP_LEAD = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -329,14 +334,14 @@ class DynamicsNode(Node):
     def _fresh(self, stamp, max_age):
         """Whether a joint state stamped ``stamp`` is recent enough to command from: its age
         on the node clock at most ``max_age`` [s] (0: no bound), and stamped no more than
-        ``max_age`` ahead of that clock (a state from before the clock went back, or from a
-        clock the node does not share); a zero stamp counts as current.
+        :data:`MAX_STAMP_LEAD` ahead of that clock (further: a state from before the clock went
+        back, or from a clock the node does not share); a zero stamp counts as current.
         """
         if max_age <= 0 or (stamp.sec == 0 and stamp.nanosec == 0):
             return True
         now_ns = self.get_clock().now().nanoseconds
         age = (now_ns - (stamp.sec * 1_000_000_000 + stamp.nanosec)) * 1e-9
-        if -max_age <= age <= max_age:
+        if -MAX_STAMP_LEAD <= age <= max_age:
             return True
         self.diagnostics.count('stale_states')
         when = f'{age:.3g} s old' if age > 0 else f'stamped {-age:.3g} s ahead of the node clock'

@@ -4,7 +4,7 @@ node of their own.
 :class:`KinematicsServiceNode` is a companion of
 :class:`~ros_dynamics.ros.dynamics_node.DynamicsNode` offering the services under the names the
 dynamics node resolves for ``~/solve_ik``, ``~/solve_ik_path`` and ``~/compute_fk`` (so remap
-rules given to the dynamics node apply), with the dynamics node's ``use_sim_time``. Its executor
+rules given to the dynamics node apply), stamping with the dynamics node's clock. Its executor
 has several threads and FK and IK separate callback groups: a long IK solve never holds up
 ``compute_fk``, and IK solves and paths (and the seed tables built between them) run one at a
 time. The

@@ -179,7 +179,7 @@ PARAMETERS = (
                   (0.0, 100000.0)),
     ParameterSpec('command.max_state_age', 0.1, 'Oldest joint state (node clock minus its '
                   'stamp) the gravity and feedforward commands are computed from; an older one, '
-                  'or one stamped more than this ahead of the node clock (from before the clock '
+                  'or one stamped more than 1 s ahead of the node clock (from before the clock '
                   'went back), gets no command (counted as stale_states, diagnostics WARN); a '
                   'zero stamp counts as current; 0: no bound', 's', (0.0, 3600.0)),
     ParameterSpec('markers_rate', 10.0, 'Highest rate of the rviz markers', 'Hz',

@@ -20,8 +20,9 @@ the arm. Until the first valid command the joints are held still (``hold_until_c
 robot's brakes stay on until its controller runs).
 
 ``~/reset`` puts the robot back at its initial positions, at rest, command zero;
-``~/reset_simulation`` also takes simulated time back to zero (``/clock`` jumps back, as
-Gazebo's ``reset_simulation`` makes it).
+``~/reset_simulation`` does so keeping the last command (a simulator's reset leaves the
+controllers alone) and takes simulated time back to zero (``/clock`` jumps back, as Gazebo's
+``reset_simulation`` makes it).
 """
 import math
 import sys
@@ -212,9 +213,13 @@ class SimNode:
         return response
 
     def _on_reset_simulation(self, request, response):
+        # As a simulator's reset leaves the controllers' commands alone: the last one stays.
+        command = self.robot.command.copy()
         self._on_reset(request, response)
+        self.robot.set_command(command)
         self.robot.restart_time()
-        response.message += ', simulated time (/clock) back to zero'
+        response.message = ('at the initial positions, at rest, no wrench, the last command '
+                            'kept; simulated time (/clock) back to zero')
         return response
 
     def _on_parameters(self, params):
