@@ -151,8 +151,12 @@ class KinematicsServiceNode(Node):
         return self._answer(request, response, ik_problem, _solve_pose, fill_ik_response)
 
     def _on_solve_ik_path(self, request, response):
-        return self._answer(request, response, ik_path_problem, _solve_path,
-                            fill_ik_path_response)
+        try:
+            return self._answer(request, response, ik_path_problem, _solve_path,
+                                fill_ik_path_response)
+        finally:
+            waypoints, request.waypoints = request.waypoints, []
+            release_in_slices(waypoints)
 
     def _answer(self, request, response, validate, solve, fill):
         """The response to an IK request: ``validate`` it into a problem, ``solve`` that with
@@ -189,6 +193,14 @@ def _solve_pose(solver, problem):
 def _solve_path(solver, problem):
     return solver.solve_path(problem.tip, problem.T_world_target, problem.q_seed,
                              max_joint_step=problem.max_joint_step, **problem.options())
+
+
+def release_in_slices(items, size=10_000):
+    """Empty the list ``items`` a slice at a time: freeing 10^5 poses at once holds the
+    interpreter for 0.1-0.2 s, and between slices the joint-state thread can take it.
+    """
+    while items:
+        del items[-size:]
 
 
 def failure_response(request, response, error):
