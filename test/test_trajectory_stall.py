@@ -1,7 +1,8 @@
 """Whatever arrives on one topic or service must not stall the 1 kHz path: a valid 10^5-point
 trajectory (validated, splined and its feedforward computed off the executor) while joint states
-stream, a flood of trajectories from two publishers at once, of which the newest wins, and
-~/solve_ik_path requests of 10^5 waypoints and one over the limit.
+stream, a flood of trajectories from two publishers at once, of which the newest wins,
+~/solve_ik_path requests of 10^5 waypoints and one over the limit, and a robot description of
+nearly 20 MB (the most description.max_bytes takes by default).
 The trajectories and requests come from another process (serialising the huge ones takes their
 sender a second), so that the process timing the answers does nothing else.
 """
@@ -19,8 +20,10 @@ rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
 from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Pose  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from ros_dynamics.engine import RobotModel  # noqa: E402
@@ -45,6 +48,12 @@ def huge_trajectory():
             positions=q[k].tolist(), time_from_start=Duration(sec=int(t[k]),
                                                               nanosec=int(k % 1000) * 1_000_000)))
     return msg
+
+
+def start_node(ns, tmp_path):
+    """The dynamics node on the demo arm in namespace ``ns`` (no IK seed table to build)."""
+    return NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
+                       '-p', 'ik.seed_samples:=0', log_path=str(tmp_path / 'node.log'))
 
 
 class Probe:
@@ -78,14 +87,24 @@ class Probe:
         self.started = time.monotonic()
         return sender
 
+    def run(self, mode, timeout):
+        """Start the sender ``mode`` and step until it exits (within ``timeout`` [s]): returns
+        what it printed after 'ready'.
+        """
+        sender = self.start(mode)
+        while sender.poll() is None:
+            assert time.monotonic() - self.started < timeout, f'the {mode} sender did not end'
+            self.step()
+        assert sender.returncode == 0
+        return sender.stdout.read()
+
     def gaps(self):
         """[s] between the start and each answer, and between answers."""
         return np.diff([self.started] + self.received)
 
 
 def test_a_huge_trajectory_does_not_stall_the_joint_states(tmp_path):
-    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}', '-p', f'urdf_file:={DEMO_ARM}',
-                       '-p', 'ik.seed_samples:=0', log_path=str(tmp_path / 'node.log'))
+    node = start_node(NS, tmp_path)
     try:
         with client_node('stall_client') as client:
             planned = []
@@ -147,9 +166,7 @@ def test_a_flood_of_trajectories_from_two_publishers_keeps_the_states_answered(t
     trajectories waiting for the worker are replaced (counted as superseded), and the one played
     at the end is the last sent. This process only publishes states and times the answers.
     """
-    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{NS}_flood', '-p',
-                       f'urdf_file:={DEMO_ARM}', '-p', 'ik.seed_samples:=0',
-                       log_path=str(tmp_path / 'node.log'))
+    node = start_node(f'{NS}_flood', tmp_path)
     try:
         with client_node('flood_client') as client:
             planned, reports = [], []
@@ -194,17 +211,11 @@ def test_huge_path_requests_do_not_stall_the_joint_states(tmp_path):
     held the interpreter 0.15-0.3 s each, several times per request (gaps of 0.21-0.30 s).
     """
     ns = f'{NS}_path'
-    node = NodeProcess('dynamics_node', '-r', f'__ns:=/{ns}', '-p', f'urdf_file:={DEMO_ARM}',
-                       '-p', 'ik.seed_samples:=0', log_path=str(tmp_path / 'node.log'))
+    node = start_node(ns, tmp_path)
     try:
         with client_node('path_stall_client') as client:
             probe = Probe(client, ns, node)
-            sender = probe.start('path')
-            while sender.poll() is None:
-                assert time.monotonic() - probe.started < 120.0, 'the sender did not finish'
-                probe.step()
-            answers = sender.stdout.read().split()
-            assert sender.returncode == 0
+            answers = probe.run('path', 120.0).split()
         gaps = probe.gaps()
         print(f'{len(probe.received)} answers; longest gap {gaps.max() * 1e3:.0f} ms while two '
               f'path requests of {POINTS} and {MAX_PATH_POSES + 1} waypoints were answered')
@@ -248,6 +259,46 @@ def pose(position, quat_xyzw):
     return msg
 
 
+def test_a_20_mb_description_does_not_stall_the_joint_states(tmp_path):
+    """The demo arm with 19 comments of 1 MB (19 MB in all) on robot_description, from another
+    process, while joint states stream: the node adopts it, with no gap over 0.2 s between
+    answers. Before its text was scanned for XML prefixes in slices, one regular-expression
+    call over it held the interpreter: gaps of 0.39-0.41 s.
+    """
+    ns = f'{NS}_description'
+    node = start_node(ns, tmp_path)
+    try:
+        with client_node('description_stall_client') as client:
+            probe = Probe(client, ns, node)
+            probe.run('description', 60.0)
+        gaps = probe.gaps()
+        print(f'{len(probe.received)} answers; longest gap {gaps.max() * 1e3:.0f} ms while a '
+              f'description of {len(big_description()):,} characters was taken in')
+        assert "model 'demo_arm' from the robot_description topic" in node.output()
+        assert gaps.max() < 0.2                        # 70-115 ms
+    finally:
+        code = node.stop()
+    assert code == 0, node.output()
+
+
+def big_description():
+    """The demo arm's URDF with 19 comments of a million characters before ``</robot>``."""
+    with open(DEMO_ARM) as f:
+        urdf = f.read()
+    padding = ''.join(f'<!-- {"x" * 999_990} -->' for _ in range(19))
+    return urdf.replace('</robot>', padding + '</robot>')
+
+
+def send_description():
+    """The description, latched, as robot_state_publisher publishes it; the node builds it
+    within the 5 s the sender stays.
+    """
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    publish_once(f'/{NS}_description/robot_description', String(data=big_description()),
+                 latched, 5.0)
+
+
 #: The flood: FLOOD trajectories, the k-th offset by k * FLOOD_OFFSET [rad].
 FLOOD = 60
 FLOOD_OFFSET = 0.001
@@ -272,21 +323,26 @@ def send_flood():
 
 
 def send():
-    """The trajectory's publisher, in a process of its own: prints 'ready' once it has built
-    the message and the node subscribes, then publishes it.
+    """The huge trajectory."""
+    publish_once(f'/{NS}/joint_trajectory', huge_trajectory(), 10, 2.0)
+
+
+def publish_once(topic, msg, qos, stay):
+    """Publish ``msg`` on ``topic`` from a process of its own: prints 'ready' once the node
+    subscribes, publishes it 0.5 s later and stays ``stay`` [s].
     """
     rclpy.init()
     node = rclpy.create_node('stall_sender')
-    pub = node.create_publisher(JointTrajectory, f'/{NS}/joint_trajectory', 10)
-    msg = huge_trajectory()
+    pub = node.create_publisher(type(msg), topic, qos)
     spin_until(node, lambda: pub.get_subscription_count() > 0, 10.0)
     print('ready', flush=True)
     time.sleep(0.5)
     pub.publish(msg)
-    spin_until(node, lambda: False, 2.0)
+    spin_until(node, lambda: False, stay)
     node.destroy_node()
     rclpy.shutdown()
 
 
 if __name__ == '__main__':
-    {'trajectory': send, 'flood': send_flood, 'path': send_paths}[sys.argv[1]]()
+    {'trajectory': send, 'flood': send_flood, 'path': send_paths,
+     'description': send_description}[sys.argv[1]]()

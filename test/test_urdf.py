@@ -106,6 +106,10 @@ def _arm(attrs='', inertia=INERTIA, joint_attrs='', extra=''):
     (_arm(extra='<xacro:property name="x" value="1"/><xacro:if value="1"><link name="z"/>'
                 '</xacro:if>'), r"undeclared XML prefixes \['xacro'\]"),
     (_arm(attrs='xmlns:drake="http://drake.mit.edu"', joint_attrs='drake:x="1"'), None),
+    # Read in slices of 64 kB (a long text must not hold the interpreter): none missed.
+    (_arm(extra=''.join(f'<!-- {"x" * 30_000} --><gazebo reference="b" sim{k}:x="1"/>'
+                        for k in range(5))),
+     r"undeclared XML prefixes \['sim0', 'sim1', 'sim2', 'sim3', 'sim4'\]"),
 ])
 def test_what_pinocchio_accepts_loads_with_the_same_model(text, note):
     model = RobotModel.from_urdf_string(text)
