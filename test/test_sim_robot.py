@@ -134,3 +134,45 @@ def test_bad_wrenches_payloads_and_names_are_refused():
         SimulatedRobot('<robot')
     with pytest.raises(InvalidInputError, match='default_damping'):
         SimulatedRobot(open(DEMO_ARM).read(), default_damping=float('nan'))
+
+
+def test_a_step_that_diverges_is_undone_and_the_simulation_goes_on():
+    """A 10^6 N push on the wrist (accepted: the bound is on each number, not on what the
+    robot's inertia takes) makes MuJoCo's accelerations blow up within a few steps: that step is
+    undone (positions before it, at rest, time one step on, the push released, the command
+    zeroed), with a typed error; the next steps are ordinary. MuJoCo's own reset, which sent
+    the state and the clock back to the start, is off.
+    """
+    from ros_dynamics.sim.robot import MAX_SPEED, TIME_STEP, SimulationDiverged
+    _, sim = _pair('demo_arm')
+    sim.set_state([0.3, -1.0, 1.2, 0.1, 0.5, 0.0])
+    sim.set_command(np.full(6, 1.0))
+    sim.set_wrench('wrist_3_link', [1e6, 0, 0, 0, 0, 0])
+    for _ in range(100):
+        q, t = sim.positions(), sim.time
+        try:
+            sim.step()
+        except SimulationDiverged as err:
+            assert 'step undone' in str(err)
+            break
+        assert np.all(np.abs(sim.velocities()) <= MAX_SPEED)
+    else:
+        pytest.fail('a 10^6 N push on the wrist did not diverge in 100 steps')
+    np.testing.assert_array_equal(sim.positions(), q)
+    np.testing.assert_array_equal(sim.velocities(), np.zeros(6))
+    assert sim.time == pytest.approx(t + TIME_STEP)
+    np.testing.assert_array_equal(sim.command, np.zeros(6))
+    np.testing.assert_array_equal(sim.applied_wrench_world(), np.zeros(6))
+    for _ in range(200):                   # at rest, held by nothing: it falls, finitely
+        sim.step()
+    assert np.all(np.isfinite(sim.positions())) and sim.time == pytest.approx(t + 201e-3)
+
+
+@pytest.mark.parametrize('dynamics', ['damping="inf"', 'damping="nan"', 'friction="-5"',
+                                      'damping="1e300"', 'friction="x"'])
+def test_joint_dynamics_beyond_bounds_are_refused_naming_the_joint(dynamics):
+    with open(DEMO_ARM) as f:
+        text = f.read()
+    text = text.replace('<dynamics damping="0.5" friction="2.0"/>', f'<dynamics {dynamics}/>', 1)
+    with pytest.raises(UrdfError, match=r'joint shoulder_pan_joint: <dynamics '):
+        SimulatedRobot(text, friction=True)

@@ -19,6 +19,13 @@ command controller keeps its last command when it rejects one: zeroing the torqu
 the arm. Until the first valid command the joints are held still (``hold_until_command``: a
 robot's brakes stay on until its controller runs).
 
+A step in which the state diverges (a command, push or payload far beyond what the robot's
+inertia takes: MuJoCo finds the accelerations not finite or huge) is undone rather than let
+MuJoCo restart the simulation: the joints are held still for it, the wrench released and the
+command zeroed; counted as ``diverged``, logged (throttled) and reported as ERROR on
+``/diagnostics`` for 5 s. MuJoCo's own warnings are counted (``mujoco_warnings``) and logged,
+throttled, instead of printed and written to ``MUJOCO_LOG.TXT``.
+
 ``~/reset`` puts the robot back at its initial positions, at rest, command zero;
 ``~/reset_simulation`` does so keeping the last command (a simulator's reset leaves the
 controllers alone) and takes simulated time back to zero (``/clock`` jumps back, as Gazebo's
@@ -44,6 +51,8 @@ from .guard import guarded
 from .small_node import Counts, declare, run_node
 from .throttled_log import ThrottledLog
 
+#: Seconds the diagnostics stay at ERROR after a step was undone (the simulation diverged).
+DIVERGED_ERROR_PERIOD = 5.0
 #: Parameters: name -> (default, description with unit).
 PARAMETERS = {
     'robot_description': ('', 'URDF text of the robot; empty: urdf_file'),
@@ -84,7 +93,8 @@ READ_ONLY = ('robot_description', 'urdf_file', 'joints', 'initial_positions', 'd
 #: Most lockstep_topics.
 MAX_LOCKSTEP_TOPICS = 16
 COUNTERS = ('steps', 'overruns', 'commands', 'commands_refused', 'wrenches', 'wrenches_refused',
-            'payloads_refused', 'resets', 'callback_errors', 'lockstep_timeouts')
+            'payloads_refused', 'resets', 'callback_errors', 'lockstep_timeouts', 'diverged',
+            'mujoco_warnings')
 
 
 class SimNode:
@@ -94,6 +104,10 @@ class SimNode:
         self.node = node
         self.log = ThrottledLog(node.get_logger())
         self.counts = Counts({c: 0 for c in COUNTERS})
+        # MuJoCo's warnings (else printed and appended to MUJOCO_LOG.TXT, thousands a second
+        # when a simulation goes unstable): counted and logged, throttled.
+        import mujoco
+        mujoco.set_mju_user_warning(self._on_mujoco_warning)
         declare(node, PARAMETERS, READ_ONLY)
         self.robot = self._build_robot()
         self.rate = self._param('real_time_factor')
@@ -133,10 +147,15 @@ class SimNode:
             self._on_parameters, 'parameters',
             lambda params, err: SetParametersResult(successful=False, reason=str(err))))
         self._last_diagnostics = 0.0
+        self._diverged_at = -math.inf          # monotonic time of the last step undone
         payload = self._param('payload.link')
         if payload:
             self.robot.set_payload(payload, self._param('payload.mass'),
                                    self._param('payload.com'))
+
+    def _on_mujoco_warning(self, text):
+        self.counts.count('mujoco_warnings')
+        self.log.warning(f'MuJoCo: {text.strip()}', cause='mujoco')
 
     def _param(self, name):
         return self.node.get_parameter(name).value
@@ -159,12 +178,14 @@ class SimNode:
         if joints:
             robot.set_command_order(joints)
         start = list(self._param('initial_positions'))
+        limits = [robot.limits(name) for name in robot.command_joints]
         if start == [0.0]:
-            start = [0.0] * len(robot.command_joints)
-            for k, name in enumerate(robot.command_joints):
-                low, high = robot.limits(name)
-                start[k] = min(max(0.0, low), high)
-        robot.set_state(start, robot.command_joints)
+            start = [min(max(0.0, low), high) for low, high in limits]
+        robot.set_state(start, robot.command_joints)       # the count and values checked
+        outside = [f'{name} {q:g} not in [{low:g}, {high:g}]' for name, q, (low, high)
+                   in zip(robot.command_joints, start, limits) if not low <= q <= high]
+        if outside:
+            raise ValueError(f'initial_positions: outside the joint limits: {outside}')
         self.start = start
         return robot
 
@@ -256,11 +277,19 @@ class SimNode:
         self.state_pub.publish(msg)
 
     def step(self):
-        """One simulation step (the joints held still while waiting for a first command)."""
+        """One simulation step (the joints held still while waiting for a first command); a
+        step that diverged is undone (counted, throttled error, diagnostics ERROR for 5 s).
+        """
+        from ..sim.robot import SimulationDiverged
         if self.holding:
             self.robot.hold()
         else:
-            self.robot.step()
+            try:
+                self.robot.step()
+            except SimulationDiverged as err:
+                self.counts.count('diverged')
+                self._diverged_at = time.monotonic()
+                self.log.error(str(err), cause='diverged')
         self.counts.count('steps')
 
     def publish_diagnostics(self):
@@ -274,6 +303,9 @@ class SimNode:
         status.level = DiagnosticStatus.WARN if self.counts['commands_refused'] or \
             self.counts['callback_errors'] else DiagnosticStatus.OK
         status.message = 'holding until the first command' if self.holding else 'running'
+        if now - self._diverged_at < DIVERGED_ERROR_PERIOD:
+            status.level = DiagnosticStatus.ERROR
+            status.message = 'diverging: steps undone (see the log)'
         status.values = [KeyValue(key=k, value=str(v)) for k, v in self.counts.items()]
         status.values.append(KeyValue(key='sim_time', value=f'{self.robot.time:.3f}'))
         self.diag_pub.publish(DiagnosticArray(header=_header(self.robot.time), status=[status]))

@@ -5,6 +5,7 @@ import signal
 
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
+from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from ..engine.exceptions import DynamicsError
@@ -52,7 +53,7 @@ def run_node(name, args, start):
     except RuntimeError:
         if not interrupted:
             raise
-    except (OSError, ValueError, DynamicsError) as e:
+    except (OSError, ValueError, DynamicsError, ParameterException) as e:
         node.get_logger().fatal(f'cannot start: {e}')
         code = 1
     finally:

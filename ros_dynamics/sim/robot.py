@@ -27,6 +27,9 @@ from ..engine.exceptions import InvalidInputError, UnknownFrameError, UnknownJoi
 TIME_STEP = 1e-3
 #: Largest magnitude accepted for a torque, force, mass or length given to the simulation.
 MAX_INPUT = 1e6
+#: Joint speed [rad/s or m/s] beyond which a step is taken to have diverged (no robot joint
+#: turns at 1,000 rad/s; a state running away gets there within a few steps).
+MAX_SPEED = 1e3
 #: A ``<mimic>`` is a rigid coupling: its equality is made as stiff as MuJoCo stays stable with
 #: (time constant of two steps, impedance 0.99-0.999). MuJoCo's default (0.02 s, 0.9-0.95) let
 #: a Panda's fingers part by 0.24 mm under gravity, and that shift alone turned the wrist (its
@@ -125,6 +128,7 @@ class SimulatedRobot:
             raise InvalidInputError(f'default_damping: expected a finite value in [0, 1e6], '
                                     f'got {default_damping!r}')
         text, urdf = mujoco_urdf(urdf_text)
+        dynamics = _joint_dynamics(urdf) if urdf_dynamics else {}
         try:
             model = mujoco.MjModel.from_xml_string(text)
         except ValueError as e:
@@ -137,7 +141,10 @@ class SimulatedRobot:
         # Semi-implicit in the velocity-dependent forces (Coriolis, damping): explicit Euler
         # diverges on fast motions of light links (a Panda's wrist at 3 rad/s).
         self.model.opt.integrator = int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
-        self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+        # No contacts; and no silent reset to the start when the state diverges (MuJoCo's
+        # default, which also sends the clock back): :meth:`step` undoes such a step instead.
+        self.model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | \
+            int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
         self.data = mujoco.MjData(self.model)
         hinge_or_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
         self._mimics = {int(self.model.eq_obj1id[e]): (int(self.model.eq_obj2id[e]),
@@ -159,7 +166,7 @@ class SimulatedRobot:
             self._qpos[name] = int(self.model.jnt_qposadr[jid])
             self._dof[name] = int(self.model.jnt_dofadr[jid])
         self.joints = [name for name in self.all_joints if name not in mimic]
-        self._set_joint_dynamics(urdf, default_damping, friction, urdf_dynamics)
+        self._set_joint_dynamics(dynamics, default_damping, friction)
         self._links = self._link_frames(urdf)
         self._body_inertials = (self.model.body_mass.copy(), self.model.body_ipos.copy(),
                                 self.model.body_iquat.copy(), self.model.body_inertia.copy())
@@ -172,21 +179,15 @@ class SimulatedRobot:
 
     # -- construction -----------------------------------------------------------------------
 
-    def _set_joint_dynamics(self, urdf, default_damping, friction, urdf_dynamics):
-        """Damping and dry friction of every joint: the URDF's ``<dynamics>`` (unless
-        ``urdf_dynamics`` is False: then ``default_damping`` everywhere and no friction).
+    def _set_joint_dynamics(self, dynamics, default_damping, friction):
+        """Damping and dry friction of every joint: ``dynamics`` (joint -> (damping, friction),
+        the URDF's, or none with ``urdf_dynamics`` False: then ``default_damping`` and no
+        friction), the friction only with ``friction``.
         """
-        for joint in urdf.findall('joint'):
-            name = joint.get('name')
-            if name not in self._dof:
-                continue
-            dynamics = joint.find('dynamics')
-            dynamics = {} if dynamics is None or not urdf_dynamics else dynamics.attrib
-            damping = float(dynamics.get('damping', 0.0))
-            dof = self._dof[name]
+        for name, dof in self._dof.items():
+            damping, dry = dynamics.get(name, (0.0, 0.0))
             self.model.dof_damping[dof] = damping if damping > 0 else default_damping
-            self.model.dof_frictionloss[dof] = float(dynamics.get('friction', 0.0)) \
-                if friction else 0.0
+            self.model.dof_frictionloss[dof] = dry if friction else 0.0
         # Dry friction is a soft constraint in MuJoCo; its default time constant (20 ms) lets a
         # light joint slip under a torque below its friction: the stiffest it can be at this
         # step (two steps) makes it hold as Coulomb friction does.
@@ -428,9 +429,31 @@ class SimulatedRobot:
     # -- time -------------------------------------------------------------------------------
 
     def step(self):
-        """One :data:`TIME_STEP` of simulation with the held command and wrench."""
+        """One :data:`TIME_STEP` of simulation with the held command and wrench.
+
+        A step whose accelerations MuJoCo finds not finite or huge, or after which a joint
+        moves faster than :data:`MAX_SPEED` (a command, push or payload far beyond what the
+        robot's inertia takes) is undone: the state goes back to before it,
+        the joints are held still for the step, the wrench is released and the command zeroed;
+        raises :class:`SimulationDiverged` saying so.
+        """
         self._apply_wrench()
-        mujoco.mj_step(self.model, self.data)
+        d = self.data
+        qpos, t = d.qpos.copy(), d.time
+        bad = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number
+        mujoco.mj_step(self.model, d)
+        if d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number == bad and \
+                np.all(np.isfinite(d.qpos)) and np.all(np.abs(d.qvel) <= MAX_SPEED):
+            return
+        d.qpos[:], d.qvel[:], d.time = qpos, 0.0, t + TIME_STEP
+        d.qacc_warmstart[:] = 0.0            # the solver's next start, else from the blow-up
+        self._wrench = None
+        self.set_command(np.zeros(len(self.command_joints)))
+        d.xfrc_applied[:] = 0.0
+        mujoco.mj_forward(self.model, d)
+        raise SimulationDiverged(
+            f'the simulation diverged at t = {t:.3f} s (accelerations not finite or '
+            'huge): step undone, joints held, wrench released, command zeroed')
 
     def restart_time(self):
         """Simulated time back to zero (what a simulator's reset does to its clock)."""
@@ -440,6 +463,39 @@ class SimulatedRobot:
         """One :data:`TIME_STEP` with the joints held still (brakes on)."""
         self.data.qvel[:] = 0.0
         self.data.time += TIME_STEP
+
+
+class SimulationDiverged(InvalidInputError):
+    """A step was undone: the inputs held made the simulation diverge (see
+    :meth:`SimulatedRobot.step`).
+    """
+
+
+def _joint_dynamics(urdf):
+    """Joint name -> (damping, friction) of every ``<joint>`` with ``<dynamics>`` in the
+    parsed ``urdf``, each finite and in [0, :data:`MAX_INPUT`] (before MuJoCo reads them).
+    """
+    found = {}
+    for joint in urdf.findall('joint'):
+        dynamics = joint.find('dynamics')
+        if dynamics is not None:
+            found[joint.get('name')] = tuple(_dynamics_value(joint.get('name'), dynamics.attrib,
+                                                             key)
+                                             for key in ('damping', 'friction'))
+    return found
+
+
+def _dynamics_value(joint, dynamics, key):
+    """``<dynamics key=...>`` of ``joint`` (0 when absent): finite, in [0, MAX_INPUT]."""
+    text = dynamics.get(key, '0')
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.0 <= value <= MAX_INPUT):
+        raise UrdfError(f'joint {joint}: <dynamics {key}="{text[:50]}">: expected a finite '
+                        f'value in [0, {MAX_INPUT:g}]')
+    return value
 
 
 def _checked(values, what, shape):
