@@ -176,3 +176,14 @@ def test_joint_dynamics_beyond_bounds_are_refused_naming_the_joint(dynamics):
     text = text.replace('<dynamics damping="0.5" friction="2.0"/>', f'<dynamics {dynamics}/>', 1)
     with pytest.raises(UrdfError, match=r'joint shoulder_pan_joint: <dynamics '):
         SimulatedRobot(text, friction=True)
+
+
+def test_a_urdf_mujoco_cannot_build_is_refused_in_one_line():
+    text = ('<robot name="r"><link name="base"/><link name="a"><inertial><mass value="1"/>'
+            '<inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>'
+            '</link><joint name="j1" type="revolute"><parent link="base"/><child link="a"/>'
+            '<origin xyz="0 0 0.1" rpy="x 0 0"/><axis xyz="0 0 1"/>'
+            '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    with pytest.raises(UrdfError, match='MuJoCo cannot build the robot') as err:
+        SimulatedRobot(text)
+    assert '\n' not in str(err.value)

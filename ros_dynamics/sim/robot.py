@@ -132,7 +132,8 @@ class SimulatedRobot:
         try:
             model = mujoco.MjModel.from_xml_string(text)
         except ValueError as e:
-            raise UrdfError(f'MuJoCo cannot build the robot: {e}') from None
+            reason = ' '.join(str(e).split())[:1000]        # one line: MuJoCo's has several
+            raise UrdfError(f'MuJoCo cannot build the robot: {reason}') from None
         self.model = _add_mimic_equalities(model, urdf)
         self.model.opt.timestep = TIME_STEP
         mimic = self.model.eq_type == int(mujoco.mjtEq.mjEQ_JOINT)
