@@ -160,12 +160,13 @@ def model_q(model, joints, q):
     return full
 
 
-def gains(model, joints, q0, frequency=4.0):
+def gains(model, joints, q0, frequency=2.0):
     """The same PD gains for both controllers: a critically damped loop of ``frequency`` [Hz] on
     each joint's own inertia at ``q0`` (a light wrist gets gains as light: a derivative gain
-    far above its inertia per step would make the sampled loop unstable). At 2 Hz a 20 N push
-    spun the demo arm's wrist at 10 rad/s, and its estimate 200 ms in was 8 % off for the
-    observer's lag on a torque turning that fast; at 4 Hz 0.4-0.8 %.
+    far above its inertia per step would make the sampled loop unstable). 2 Hz holds every
+    robot of the benchmark but Panda; at 4 Hz TALOS's tracking goes unstable (ratio 1.0), while
+    the demo arm's push estimate improves from 8 % to 0.8 % (at 2 Hz a 20 N push spins its
+    wrist at 10 rad/s, and the observer lags a torque turning that fast).
     """
     inertia = np.diag(model.mass_matrix(model_q(model, joints, q0)))
     omega = 2 * np.pi * frequency
