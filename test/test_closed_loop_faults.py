@@ -154,7 +154,11 @@ def test_the_loop_rides_through_faults_and_never_commands_from_a_stale_state(tmp
             sent = np.array(sorted(trace.states))
     finally:
         relay.terminate()            # a fixture: its exit code says nothing of the node
-        relay.wait(10.0)
+        try:
+            relay.wait(10.0)
+        except subprocess.TimeoutExpired:    # once in a CI run it did not stop within 10 s
+            relay.kill()
+            relay.wait()
 
     age = commanded_at - state_stamps
     print(f'{len(age)} commands; oldest state commanded {age.max() * 1e3:.1f} ms old '
