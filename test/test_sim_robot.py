@@ -143,7 +143,8 @@ def test_a_step_that_diverges_is_undone_and_the_simulation_goes_on():
     zeroed), with a typed error; the next steps are ordinary. MuJoCo's own reset, which sent
     the state and the clock back to the start, is off.
     """
-    from ros_dynamics.sim.robot import MAX_SPEED, TIME_STEP, SimulationDiverged
+    from ros_dynamics.sim import SimulationDiverged
+    from ros_dynamics.sim.robot import MAX_SPEED, TIME_STEP
     _, sim = _pair('demo_arm')
     sim.set_state([0.3, -1.0, 1.2, 0.1, 0.5, 0.0])
     sim.set_command(np.full(6, 1.0))

@@ -47,6 +47,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 
 from ..engine.exceptions import DynamicsError
+from ..sim import SimulationDiverged
 from .guard import guarded
 from .small_node import Counts, declare, run_node
 from .throttled_log import ThrottledLog
@@ -280,7 +281,6 @@ class SimNode:
         """One simulation step (the joints held still while waiting for a first command); a
         step that diverged is undone (counted, throttled error, diagnostics ERROR for 5 s).
         """
-        from ..sim.robot import SimulationDiverged
         if self.holding:
             self.robot.hold()
         else:

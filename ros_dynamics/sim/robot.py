@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from ..engine.exceptions import InvalidInputError, UnknownFrameError, UnknownJointError, UrdfError
+from . import SimulationDiverged
 
 #: Simulation time step [s]: 1 kHz, the rate of a robot's joint controller.
 TIME_STEP = 1e-3
@@ -30,6 +31,8 @@ MAX_INPUT = 1e6
 #: Joint speed [rad/s or m/s] beyond which a step is taken to have diverged (no robot joint
 #: turns at 1,000 rad/s; a state running away gets there within a few steps).
 MAX_SPEED = 1e3
+#: MuJoCo's warning counter of accelerations not finite or huge.
+_BAD_QACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 #: A ``<mimic>`` is a rigid coupling: its equality is made as stiff as MuJoCo stays stable with
 #: (time constant of two steps, impedance 0.99-0.999). MuJoCo's default (0.02 s, 0.9-0.95) let
 #: a Panda's fingers part by 0.24 mm under gravity, and that shift alone turned the wrist (its
@@ -441,16 +444,15 @@ class SimulatedRobot:
         self._apply_wrench()
         d = self.data
         qpos, t = d.qpos.copy(), d.time
-        bad = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number
+        bad = d.warning[_BAD_QACC].number
         mujoco.mj_step(self.model, d)
-        if d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number == bad and \
-                np.all(np.isfinite(d.qpos)) and np.all(np.abs(d.qvel) <= MAX_SPEED):
+        if d.warning[_BAD_QACC].number == bad and np.all(np.isfinite(d.qpos)) and \
+                np.all(np.abs(d.qvel) <= MAX_SPEED):
             return
         d.qpos[:], d.qvel[:], d.time = qpos, 0.0, t + TIME_STEP
         d.qacc_warmstart[:] = 0.0            # the solver's next start, else from the blow-up
-        self._wrench = None
+        self.release_wrench()
         self.set_command(np.zeros(len(self.command_joints)))
-        d.xfrc_applied[:] = 0.0
         mujoco.mj_forward(self.model, d)
         raise SimulationDiverged(
             f'the simulation diverged at t = {t:.3f} s (accelerations not finite or '
@@ -464,12 +466,6 @@ class SimulatedRobot:
         """One :data:`TIME_STEP` with the joints held still (brakes on)."""
         self.data.qvel[:] = 0.0
         self.data.time += TIME_STEP
-
-
-class SimulationDiverged(InvalidInputError):
-    """A step was undone: the inputs held made the simulation diverge (see
-    :meth:`SimulatedRobot.step`).
-    """
 
 
 def _joint_dynamics(urdf):
