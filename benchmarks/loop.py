@@ -8,13 +8,16 @@ Per robot, each phase its own processes (``sim_node``, ``dynamics_node``, for tr
 - *track*: a 5 s trajectory 0.6 of the way to the farther limits, RMS error of PD +
   ``feedforward_command`` over that of PD + ``gravity_command`` (same gains);
 - *push*: 20 N on the tip for 0.4 s after the trajectory, ``wrench_estimates/<tip>`` 200 ms in
-  against the force applied, and when ``collision`` rose.
+  against the force applied, and when ``collision`` rose;
+- *payload*: 1.5 kg 5 cm off the tool axis attached in the simulation while PD + the node's
+  feedforward hold the arm, ``~/identify_payload`` over the documented 10 s excitation
+  (applied), the mass and center-of-mass errors and the hold's error before and after
+  (``demo.payload_phase``, as the tests run it).
 
 The latency: the simulation at 1 kHz in real time (not in lockstep), the node commanding it on
 ``gravity_command``; from each state's publication (its DDS source timestamp) to the reception of
 the ``gravity_torques`` stamped with it, and the same through the echo node (a bare rclpy node
 republishing the joint states: the floor rclpy sets), each alone beside the simulation.
-The payload is measured by the tests only (``test_closed_loop.py``, on the demo arm).
 """
 import argparse
 import os
@@ -44,7 +47,7 @@ def measure(urdf, tip, folder):
     rng = np.random.default_rng(7)
     q0 = loop.random_configuration(model, joints, rng, margin=0.5)
     excursion = loop.excursion_near_limits(model, joints, q0, fraction=0.6)
-    kp, kd = loop.gains(model, joints, q0)
+    kp, kd = loop.gains(model, joints, excursion.configurations())
     args = argparse.Namespace(hold=10.0, duration=5.0, output=folder)
     out = {'joints': len(joints), 'tip': tip}
     client = rclpy.create_node('bench_loop')
@@ -67,6 +70,15 @@ def measure(urdf, tip, folder):
                            'free_tracking_flags': int(sum(tracked['free_flags']))}
         except TimeoutError as err:
             out['track_ratio'] = f'n/a: {err}'
+        try:
+            found = demo.payload_phase(client, folder, urdf, model, joints, tip, q0,
+                                       ns='bench_payload')
+            out['payload'] = {
+                'mass_error_percent': 100 * abs(found['mass'] / demo.PAYLOAD_MASS - 1),
+                'com_error_mm': 1e3 * float(np.linalg.norm(found['com'] - demo.PAYLOAD_COM)),
+                'hold_mrad': [1e3 * found['before'], 1e3 * found['after']]}
+        except TimeoutError as err:
+            out['payload'] = f'n/a: {err}'
         out['latency'] = {who: latency(client, urdf, joints, tip, q0, who, folder)
                           for who in ('ours', 'echo')}
     finally:

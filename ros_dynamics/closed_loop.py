@@ -110,6 +110,10 @@ class Excursion:
         return (self.q0 + a * (1 - np.cos(w * t)) / 2, a * w * np.sin(w * t) / 2,
                 a * w ** 2 * np.cos(w * t) / 2)
 
+    def configurations(self, count=101):
+        """Positions (count, n) at ``count`` times evenly spread over the motion."""
+        return self(np.linspace(0.0, self.duration, count))[0]
+
     def message(self, joints, start, dt=0.05):
         """The trajectory starting at simulated time ``start`` [s], a point every ``dt``."""
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -160,14 +164,30 @@ def model_q(model, joints, q):
     return full
 
 
-def gains(model, joints, q0, frequency=2.0):
-    """The same PD gains for both controllers: a critically damped loop of ``frequency`` [Hz] on
-    each joint's own inertia at ``q0`` (a light wrist gets gains as light: a derivative gain
-    far above its inertia per step would make the sampled loop unstable). 2 Hz holds every
-    robot of the benchmark but Panda; at 4 Hz TALOS's tracking goes unstable (ratio 1.0), while
-    the demo arm's push estimate improves from 8 % to 0.8 % (at 2 Hz a 20 N push spins its
-    wrist at 10 rad/s, and the observer lags a torque turning that fast).
+#: Bandwidth of the PD of every loop [Hz] (:func:`gains`).
+PD_FREQUENCY = 4.0
+
+
+def gains(model, joints, configurations, frequency=PD_FREQUENCY, effective=True):
+    """The same PD gains for both controllers: a critically damped loop of ``frequency`` [Hz]
+    on each joint's effective inertia, ``1 / (M^-1)_jj`` (what the joint moves when every other
+    joint gives way), its least over ``configurations`` (k, n) of ``joints`` (the motion's).
+
+    Not the joint's own inertia ``M_jj``: where two axes line up (a Panda's joints 1 and 3 as
+    joint 2 crosses zero) turning one against the other moves almost nothing, and gains from
+    ``M_jj`` give that motion a derivative gain far above its inertia per step, which one step
+    of delay makes unstable (Panda's tracking diverged at 2 Hz, TALOS's at 4 Hz). With the
+    effective inertia every motion's gains are at most ``len(joints)`` times its inertia's
+    share (by the Schur complement), and at 4 Hz a 20 N push no longer spins a light wrist
+    away from the observer (the demo arm's estimate at 2 Hz was 8 % off). ``effective=False``:
+    on each joint's own inertia ``M_jj`` instead (stiffer wrists, for a hold away from lined-up
+    axes).
     """
-    inertia = np.diag(model.mass_matrix(model_q(model, joints, q0)))
+    index = [model.v_names.index(j) for j in joints]
+    inertia = np.full(len(joints), np.inf)
+    for q in np.atleast_2d(configurations):
+        M = model.mass_matrix(model_q(model, joints, q))
+        inertia = np.minimum(inertia, 1.0 / np.diag(np.linalg.inv(M))[index] if effective
+                             else np.diag(M)[index])
     omega = 2 * np.pi * frequency
     return inertia * omega ** 2, 2 * inertia * omega

@@ -30,10 +30,11 @@ DEMO_URDF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'robots', '
 #: Simulated seconds per wall second at most (the node computes every output at 1 kHz of
 #: simulated time; half of real time leaves a loaded machine room).
 REAL_TIME_FACTOR = 0.5
-#: Bandwidth of the demo's PD [Hz]: twice the benchmark's (:func:`ros_dynamics.closed_loop.gains`),
-#: so that the push is held: at 2 Hz a 20 N push spins the demo arm's wrist at 10 rad/s and its
-#: estimate 200 ms in is 8 % off (0.8 % at 4 Hz); TALOS's tracking goes unstable at 4 Hz.
-PD_FREQUENCY = 4.0
+#: The payload of :func:`payload_phase`: 1.5 kg, its center of mass 5 cm off the tool's z axis
+#: [kg], [m] in the tip's axes; the excitation's length [s].
+PAYLOAD_MASS, PAYLOAD_COM, IDENTIFY_SECONDS = 1.5, np.array([0.03, -0.04, 0.06]), 10.0
+#: Simulated time [s] the payload phase holds before it measures the hold.
+SETTLE = 3.0
 #: The push: 20 N in the tip's axes.
 PUSH_TIP = np.array([12.0, -16.0, 0.0])
 
@@ -63,9 +64,8 @@ def parse_args(argv):
     parser.add_argument('--tip', default='', help='tip frame (default: the first default tip)')
     parser.add_argument('--hold', type=float, default=3.0, help='hold phase [s of sim time]')
     parser.add_argument('--duration', type=float, default=5.0, help='trajectory [s]')
-    parser.add_argument('--pd-frequency', type=float, default=PD_FREQUENCY,
-                        help='bandwidth of the PD controller [Hz] (default: %(default)s, for '
-                             'the demo arm; lower it for a robot whose tracking goes unstable)')
+    parser.add_argument('--pd-frequency', type=float, default=loop.PD_FREQUENCY,
+                        help='bandwidth of the PD controller [Hz] (default: %(default)s)')
     parser.add_argument('--output', default='demo_output', help='folder of the PNG plot')
     return parser.parse_args(argv)
 
@@ -119,7 +119,8 @@ def main(argv=None):
     rng = np.random.default_rng(7)
     q0 = loop.random_configuration(model, joints, rng, margin=0.5)
     excursion = loop.excursion_near_limits(model, joints, q0, fraction=0.6)
-    kp, kd = loop.gains(model, joints, q0, frequency=args.pd_frequency)
+    kp, kd = loop.gains(model, joints, excursion.configurations(),
+                        frequency=args.pd_frequency)
     os.makedirs(args.output, exist_ok=True)
     print(f'[demo] {model.name}: {len(joints)} joints, tip {tip}; MuJoCo simulation, '
           f'logs in {args.output}/', flush=True)
@@ -219,6 +220,89 @@ def track_phase(client, args, urdf, model, joints, tip, q0, kp, kd, excursion, f
                recorder=recorder)
     print(f'[demo] {label}: PD + {"feedforward_command" if feedforward else "gravity_command"},'
           f' RMS tracking error {out["rms"] * 1e3:.2f} mrad', flush=True)
+    return out
+
+
+def payload_excitation(model, joints, q0, duration=IDENTIFY_SECONDS):
+    """The excitation that identifies a payload: every joint out toward its farther limit (0.4
+    of the way) and back, joint *k* (1-based) *k* times in ``duration`` [s], so that the tool
+    turns through many orientations against gravity.
+    """
+    amplitude = loop.excursion_near_limits(model, joints, q0, fraction=0.4).amplitude
+    return loop.Excursion(q0, amplitude, duration,
+                          period=duration / np.arange(1, len(joints) + 1))
+
+
+def payload_phase(client, folder, urdf, model, joints, tip, q0, ns='demo_payload',
+                  real_time_factor=REAL_TIME_FACTOR):
+    """:data:`PAYLOAD_MASS` at :data:`PAYLOAD_COM` attached to ``tip`` in the simulation only,
+    while PD + the node's feedforward hold ``q0``: the hold's sag, ``~/identify_payload``
+    (applied) over :func:`payload_excitation`, then the hold again. Not in ``make demo`` (it
+    would double its time): the benchmark and the tests run it.
+
+    The PD gains are the arm's with the payload, the same throughout, on each joint's own
+    inertia at ``q0`` at 2 Hz: with the effective inertia's softer wrist the payload, unknown
+    to the node until identified, swings it by a radian during the excitation, and it rings
+    for seconds after. Returns a dict: ``mass`` [kg], ``com`` (3,) [m] in the tip's axes,
+    ``condition``, ``samples``, ``applied``, and the worst joint error [rad] over the last
+    0.5 s of :data:`SETTLE` s of holding, ``before`` and ``after``.
+    """
+    import rclpy
+    from trajectory_msgs.msg import JointTrajectory
+
+    from ros_dynamics_interfaces.srv import IdentifyPayload
+
+    from .engine import Payload
+    excitation = payload_excitation(model, joints, q0)
+    unloaded = model.settings
+    model.update_settings(payloads=[Payload(tip, PAYLOAD_MASS, PAYLOAD_COM)])
+    try:
+        kp, kd = loop.gains(model, joints, [q0], frequency=2.0, effective=False)
+    finally:
+        model.settings = unloaded
+    recorder = loop.StateRecorder(client, ns, joints)
+    trajectory = client.create_publisher(JointTrajectory, f'/{ns}/joint_trajectory', 10)
+    identify = client.create_client(IdentifyPayload, f'/{ns}/ros_dynamics/identify_payload')
+    with Phase(folder,
+               (f'{ns}_sim', 'sim_node', *loop.sim_args(
+                   ns, urdf, joints, q0, real_time_factor, *loop.RIGID, *loop.PACED,
+                   f'payload.link:={tip}', f'payload.mass:={PAYLOAD_MASS}',
+                   f'payload.com:={PAYLOAD_COM.tolist()}')),
+               (f'{ns}_dynamics', 'dynamics_node', *loop.dynamics_args(ns, urdf, joints, tip)),
+               (f'{ns}_controller', 'effort_controller',
+                *loop.controller_args(ns, joints, kp, kd, True))):
+        _wait(client, lambda: recorder.first_commanded() is not None, 90.0,
+              'payload: the controller never commanded')
+        _wait(client, lambda: identify.service_is_ready() and
+              trajectory.get_subscription_count() >= 2, 30.0,
+              'payload: the node or the controller does not listen')
+
+        def sag():
+            end = recorder.now + SETTLE
+            _wait(client, lambda: recorder.now >= end, 120.0, 'payload: the hold stopped')
+            _, q, _, _ = recorder.arrays(end - 0.5, end)
+            return float(np.max(np.abs(q - q0)))
+
+        before = sag()
+        start = recorder.now + 0.5
+        trajectory.publish(excitation.message(joints, start))
+        _wait(client, lambda: recorder.now >= start, 60.0, 'payload: no time')
+        request = IdentifyPayload.Request(frame=tip, apply=True)
+        request.duration.sec = int(excitation.duration)
+        future = identify.call_async(request)
+        rclpy.spin_until_future_complete(client, future, timeout_sec=300.0)
+        result = future.result()
+        if result is None or not result.success:
+            raise TimeoutError(f'payload: not identified ({result})')
+        after = sag()
+    com = np.array([result.inertia.com.x, result.inertia.com.y, result.inertia.com.z])
+    out = {'mass': result.inertia.m, 'com': com, 'condition': result.condition_number,
+           'samples': result.samples, 'applied': result.applied, 'before': before,
+           'after': after}
+    print(f'[demo] payload {PAYLOAD_MASS} kg at {PAYLOAD_COM} m: identified '
+          f'{out["mass"]:.4f} kg at {com.round(5)} m (condition {out["condition"]:.1f}); '
+          f'hold error {before * 1e3:.2f} mrad before, {after * 1e3:.3f} mrad after',
+          flush=True)
     return out
 
 
