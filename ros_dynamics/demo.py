@@ -33,8 +33,9 @@ REAL_TIME_FACTOR = 0.5
 #: The payload of :func:`payload_phase`: 1.5 kg, its center of mass 5 cm off the tool's z axis
 #: [kg], [m] in the tip's axes; the excitation's length [s].
 PAYLOAD_MASS, PAYLOAD_COM, IDENTIFY_SECONDS = 1.5, np.array([0.03, -0.04, 0.06]), 10.0
-#: Simulated time [s] the payload phase holds before it measures the hold.
-SETTLE = 3.0
+#: Simulated time [s] the payload phase holds before it measures the hold (the excitation,
+#: tracked without the payload in the node's model, leaves the arm ringing for a few seconds).
+SETTLE = 5.0
 #: The push: 20 N in the tip's axes.
 PUSH_TIP = np.array([12.0, -16.0, 0.0])
 
@@ -238,14 +239,10 @@ def payload_phase(client, folder, urdf, model, joints, tip, q0, ns='demo_payload
     """:data:`PAYLOAD_MASS` at :data:`PAYLOAD_COM` attached to ``tip`` in the simulation only,
     while PD + the node's feedforward hold ``q0``: the hold's sag, ``~/identify_payload``
     (applied) over :func:`payload_excitation`, then the hold again. Not in ``make demo`` (it
-    would double its time): the benchmark and the tests run it.
-
-    The PD gains are the arm's with the payload, the same throughout, on each joint's own
-    inertia at ``q0`` at 2 Hz: with the effective inertia's softer wrist the payload, unknown
-    to the node until identified, swings it by a radian during the excitation, and it rings
-    for seconds after. Returns a dict: ``mass`` [kg], ``com`` (3,) [m] in the tip's axes,
-    ``condition``, ``samples``, ``applied``, and the worst joint error [rad] over the last
-    0.5 s of :data:`SETTLE` s of holding, ``before`` and ``after``.
+    would double its time): the benchmark and the tests run it. The PD gains are the arm's
+    with the payload, the same throughout. Returns a dict: ``mass`` [kg], ``com`` (3,) [m] in
+    the tip's axes, ``condition``, ``samples``, ``applied``, and the worst joint error [rad]
+    over the last 0.5 s of :data:`SETTLE` s of holding, ``before`` and ``after``.
     """
     import rclpy
     from trajectory_msgs.msg import JointTrajectory
@@ -257,7 +254,7 @@ def payload_phase(client, folder, urdf, model, joints, tip, q0, ns='demo_payload
     unloaded = model.settings
     model.update_settings(payloads=[Payload(tip, PAYLOAD_MASS, PAYLOAD_COM)])
     try:
-        kp, kd = loop.gains(model, joints, [q0], frequency=2.0, effective=False)
+        kp, kd = loop.gains(model, joints, excitation.configurations())
     finally:
         model.settings = unloaded
     recorder = loop.StateRecorder(client, ns, joints)
