@@ -17,7 +17,7 @@ from ros_dynamics.engine import (
 )
 from ros_dynamics.engine.ik_chain import Chain
 from ros_dynamics.engine.ik_search import pose_error
-from ros_dynamics.engine.ik_seeds import ROTATION_LENGTH, SeedTable
+from ros_dynamics.engine.ik_seeds import ROTATION_LENGTH, SeedTable, feature_distance2
 from ros_dynamics.engine.planar_ik import planar_2r_ik, planar_3r_ik
 from ros_dynamics.engine.rotations import exp_so3, log_so3
 
@@ -252,6 +252,8 @@ def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
         T, J = chain.pose_and_jacobian(Q)
         full = model.jacobian(Q, frame)
         np.testing.assert_allclose(T, poses[:, model.frame_index(frame)], atol=1e-12)
+        np.testing.assert_allclose(chain.pose(Q[2, chain.moved]),
+                                   poses[2, model.frame_index(frame)], atol=1e-12)
         np.testing.assert_allclose(J, full[..., chain.moved], atol=1e-12)
         assert not np.any(np.delete(full, chain.moved, axis=-1))    # the others do not move it
 
@@ -342,9 +344,14 @@ def test_seed_table_returns_the_configurations_nearest_the_target():
             T[:3, 3] += [0.0, 0.0, 5.0]                   # off the sampled workspace
         target = np.concatenate([T[:3, 3], ROTATION_LENGTH * T[:3, :3].ravel()])
         for position_only, width in ((False, 12), (True, 3)):
-            found = table.nearest(T, 5, position_only)
+            found, d2 = table.nearest(T, 5, position_only, distances=True)
             assert found.shape == (5, len(chain.moved))
             got = np.linalg.norm(features(found)[:, :width] - target[:width], axis=1)
+            np.testing.assert_allclose(np.sqrt(d2), got, atol=1e-12)
+            if not position_only:
+                np.testing.assert_allclose(
+                    [feature_distance2(T_found, T) for T_found in chain.poses(found)], d2,
+                    rtol=1e-9, atol=1e-15)
             assert np.all(np.diff(got) >= 0)                                # nearest first
             d = np.linalg.norm(all_features[:, :width] - target[:width], axis=1)
             near = np.linalg.norm(all_features[:, :3] - T[:3, 3], axis=1) < table.cell

@@ -34,6 +34,7 @@ from .rotations import cross, log_so3
 from .subproblems import (
     dot3,
     rot,
+    rotate,
     rotate3,
     rotate_cs,
     sp1,
@@ -132,7 +133,7 @@ class Family:
         o = g.o
         diffs = [tuple(v) for v in (np.diff(o, axis=0)).tolist()]
         return {'h': h, 'p01': tuple(o[0].tolist()), 'p': diffs,
-                'p6T': tuple((g.p0 - o[5]).tolist()), 'R0': g.R0.tolist(),
+                'p6T': tuple((g.p0 - o[5]).tolist()), 'R0T': g.R0.T.copy(),
                 'w2': tuple(_perpendicular(g.h[1]).tolist()),
                 'w6': tuple(_perpendicular(g.h[5]).tolist())}
 
@@ -143,7 +144,7 @@ class Family:
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p
         v = self._vectors
-        R06 = [[sum(a * b for a, b in zip(row, r0)) for r0 in v['R0']] for row in R.tolist()]
+        R06 = R.dot(v['R0T']).tolist()
         solver = _three_parallel_one if self.name == 'three_parallel' else _spherical_wrist_one
         out = solver(v, R06, tuple(p.tolist()), self.shoulder)
         if self.geometry.reversed:
@@ -221,7 +222,7 @@ def _mv(R, v):
 
 def _perpendicular(k):
     """A unit vector at right angles to ``k`` (3,)."""
-    v = np.cross(k, _I3[np.argmin(np.abs(k))])
+    v = cross(k, _I3[np.argmin(np.abs(k))])
     return v / np.linalg.norm(v)
 
 
@@ -245,7 +246,7 @@ def _three_parallel(g, R, p, _shoulder):
     q14 = sp1(w, _mv(R14, w), h[1])                                # (N, 2, 2)
     x1 = _mv(np.swapaxes(R01, -1, -2), x[:, None])[:, :, None] - p12 - _mv(R14, p45)
     q3, e3 = sp3(p34, -p23, h[2], np.linalg.norm(x1, axis=-1))     # (N, 2, 2, 2)
-    y = p23 + _mv(rot(h[2], q3), p34)                              # (N, 2, 2, 2, 3)
+    y = p23 + rotate(h[2], q3, p34)                                # (N, 2, 2, 2, 3)
     q2 = sp1(y, x1[:, :, :, None], h[1])                           # (N, 2, 2, 2)
     shape = (N, 2, 2, 2)
     Q = np.stack([np.broadcast_to(q1[:, :, None, None], shape), q2, q3,
@@ -264,24 +265,27 @@ def _spherical_wrist(g, R, p, shoulder):
     c = p - _mv(R06, g.p0 - o[5]) - p01                            # wrist centre - p01 (N, 3)
     if shoulder == 'parallel':
         q1, e1 = sp4(c, h[1], h[0], h[1] @ (p12 + p23 + p3c))      # (N, 2)
-        y = _mv(np.swapaxes(rot(h[0], q1), -1, -2), c[:, None]) - p12           # (N, 2, 3)
+        y = rotate(h[0], -q1, c[:, None]) - p12                   # (N, 2, 3)
         q3, e3 = sp3(p3c, -p23, h[2], np.linalg.norm(y, axis=-1))  # (N, 2, 2)
-        v = p23 + _mv(rot(h[2], q3), p3c)                          # (N, 2, 2, 3)
+        v = p23 + rotate(h[2], q3, p3c)                            # (N, 2, 2, 3)
         q2 = sp1(v, y[:, :, None], h[1])
         q1 = np.broadcast_to(q1[..., None], (N, 2, 2))
         exact = e1[:, None, None] & e3[:, :, None]
     else:                                                          # axes 1 and 2 meet at o1
         q3, e3 = sp3(p3c, -p23, h[2], np.linalg.norm(c, axis=-1))  # (N, 2)
-        v = p23 + _mv(rot(h[2], q3), p3c)                          # (N, 2, 3)
+        v = p23 + rotate(h[2], q3, p3c)                            # (N, 2, 3)
         q1, q2, e12 = sp2(np.broadcast_to(c[:, None], (N, 2, 3)), v, -h[0], h[1])  # (N, 2, 2)
         q3 = np.broadcast_to(q3[..., None], (N, 2, 2))
         exact = e3[:, None, None] & e12[:, :, None]
-    R03 = rot(h[0], q1) @ rot(h[1], q2) @ rot(h[2], q3)            # (N, 2, 2, 3, 3)
-    R36 = np.swapaxes(R03, -1, -2) @ R06[:, None, None]
-    q4, q5, e45 = sp2(_mv(R36, h[5]), np.broadcast_to(h[5], (N, 2, 2, 3)), -h[3], h[4])
-    R35 = rot(h[3], q4) @ rot(h[4], q5)                            # (N, 2, 2, 2, 3, 3)
+    # R36 = R03^T R06 on h6 and on w (at right angles to h6): R06 h6 and R06 w turned back
+    # about axes 1, 2 and 3 (N, 2, 2, [h6, w], 3).
     w = _perpendicular(h[5])
-    q6 = sp1(w, _mv(np.swapaxes(R35, -1, -2), _mv(R36, w)[:, :, :, None]), h[5])
+    V = _mv(R06[:, None], np.stack([h[5], w]))[:, None, None]     # (N, 1, 1, 2, 3)
+    for k, q in ((h[0], q1), (h[1], q2), (h[2], q3)):
+        V = rotate(k, -q[..., None], V)
+    q4, q5, e45 = sp2(V[..., 0, :], np.broadcast_to(h[5], (N, 2, 2, 3)), -h[3], h[4])
+    W = rotate(h[4], -q5, rotate(h[3], -q4, V[..., 1, None, :]))  # R35^T R36 w (N, 2, 2, 2, 3)
+    q6 = sp1(w, W, h[5])
     shape = (N, 2, 2, 2)
     Q = np.stack([np.broadcast_to(q1[..., None], shape), np.broadcast_to(q2[..., None], shape),
                   np.broadcast_to(q3[..., None], shape), q4, q5, q6], axis=-1)
@@ -297,6 +301,19 @@ def pose_errors(T, T_targets):
     e[:, :3] = T_targets[..., :3, 3] - T[:, :3, 3]
     e[:, 3:] = log_so3(T_targets[..., :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
     return e
+
+
+def error_norms(T, T_targets):
+    """Position errors [m] and rotation angles [rad] (B,) each of poses ``T`` (B, 4, 4)
+    against ``T_targets`` (B, 4, 4): the norms of :func:`pose_errors`, the angle from the sine
+    and cosine of ``R_target R^T`` (accurate near zero, without the logarithm's axis).
+    """
+    dp = T_targets[:, :3, 3] - T[:, :3, 3]
+    M = np.einsum('bij,bkj->bik', T_targets[:, :3, :3], T[:, :3, :3])
+    s = M[:, [2, 0, 1], [1, 2, 0]] - M[:, [1, 2, 0], [2, 0, 1]]          # 2 sin(angle) axis
+    c = M[:, 0, 0] + M[:, 1, 1] + M[:, 2, 2] - 1.0                     # 2 cos(angle)
+    return np.sqrt(np.einsum('bi,bi->b', dp, dp)), \
+        np.arctan2(np.sqrt(np.einsum('bi,bi->b', s, s)), c)
 
 
 def polish(chain, X, T_targets, active, tolerance):

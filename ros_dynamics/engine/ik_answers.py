@@ -11,6 +11,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held
 from .ik_search import pose_error
+from .ik_seeds import feature_distance2
 
 
 @dataclass
@@ -80,12 +81,14 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
 def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions,
                 deadline):
     """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`), inside
-    the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the seed's
-    angle of the held joint (the joint then stays where it is). Asked for several solutions
-    (``max_solutions`` above 1), and before the ``deadline`` (monotonic clock), also at its
-    seed-table neighbours' angles and a grid. None when there is none, and for one answer of a
-    snapped geometry (the numerical search, faster than a sweep or a polished batch for one
-    answer, then tries).
+    the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the held
+    joint's angle in the seed (the joint then stays where it is) or in one of the seed table's
+    configurations nearest the target (one of them nearly reaches it already), one after the
+    other, nearest the target first (:func:`_held_order`), before the ``deadline`` (monotonic
+    clock). Asked for several solutions
+    (``max_solutions`` above 1), at the seed's angle, then at the neighbours' angles and a grid
+    in one batched call. None when there is none, and for one answer of a snapped geometry (the
+    numerical search, faster than a sweep or a polished batch for one answer, then tries).
     """
     x_seed = q_seed[chain.moved]
     joint = model.q_names[chain.moved[held.held]]
@@ -94,22 +97,52 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     several = max_solutions is not None and max_solutions > 1
     if held.family.snapped and not several:
         return None          # polishing a batch costs more than the numerical search of one
-    if several:
-        result = _held_at(model, chain, held, T_target, q_seed, [angle], p_tol, o_tol,
-                          max_solutions, method)
-    else:
-        turned = held.turned(T_target, angle)
-        candidates = [(q[:held.held] + (angle,) + q[held.held:], exact)
-                      for q, exact in held.family.solve_one(turned[:3, :3], turned[:3, 3])]
-        result = _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol,
-                             max_solutions, method)
-    if result is not None or not several or time.monotonic() >= deadline:
+    if not several:
+        for angle in _held_order(chain, held, table, T_target, x_seed):
+            result = _held_one(model, chain, held, T_target, q_seed, angle, p_tol, o_tol,
+                               max_solutions, method)
+            if result is not None or time.monotonic() >= deadline:
+                return result
+        return None
+    result = _held_at(model, chain, held, T_target, q_seed, [angle], p_tol, o_tol,
+                      max_solutions, method)
+    if result is not None or time.monotonic() >= deadline:
         return result
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
     neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
     angles = ik_held.held_angles(held, x_seed, lower, upper, neighbours)[1:]
     return _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
                     method)
+
+
+#: Seed-table neighbours whose held angle one answer tries, one after the other.
+NEIGHBOURS = 4
+
+
+def _held_order(chain, held, table, T_target, x_seed):
+    """The held joint's angles [rad] one answer tries: the seed's and its :data:`NEIGHBOURS`
+    seed-table neighbours', in the order of how near their configuration puts the tip to the
+    target (a warm seed first; a seed far from the target after the first neighbour).
+    """
+    if table is None:
+        return [float(x_seed[held.held])]
+    neighbours, d2 = table.nearest(T_target, NEIGHBOURS, distances=True)
+    angles = neighbours[:, held.held].tolist()
+    at = int(np.searchsorted(d2, feature_distance2(chain.pose(x_seed), T_target)))
+    return angles[:at] + [float(x_seed[held.held])] + angles[at:]
+
+
+def _held_one(model, chain, held, T_target, q_seed, angle, p_tol, o_tol, max_solutions,
+              method):
+    """The solutions with the held joint at ``angle`` [rad], in Python floats, ranked
+    (:func:`_ranked_one`), or None.
+    """
+    turned = held.turned(T_target, angle)
+    k = held.held
+    candidates = [(q[:k] + (angle,) + q[k:], exact)
+                  for q, exact in held.family.solve_one(turned[:3, :3], turned[:3, 3])]
+    return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
+                       method)
 
 
 def _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
@@ -170,19 +203,18 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     one's error is above a tolerance.
     """
     x_seed = q_seed[chain.moved].tolist()
-    bounds = list(zip(x_seed, model.lower_limits[chain.moved].tolist(),
-                      model.upper_limits[chain.moved].tolist()))
+    limits = chain.limit_pairs
     ranked = []
     for q, exact in candidates:
-        x = _turned_into_limits(q, bounds) if exact else None
+        x = _turned_into_limits(q, x_seed, limits) if exact else None
         if x is not None:
-            ranked.append((math.sqrt(sum((a - s) ** 2 for a, s in zip(x, x_seed))), x))
+            ranked.append((math.dist(x, x_seed), x))
     ranked.sort(key=lambda r: r[0])
     found, distances = [], []
     for d, x in ranked:
         # A same solution is as far from the seed (within _DISTINCT): compare only those.
-        if all(sum((a - b) ** 2 for a, b in zip(x, y)) >= _DISTINCT ** 2
-               for y, dy in zip(found, distances) if d - dy < _DISTINCT):
+        if all(math.dist(x, y) >= _DISTINCT for y, dy in zip(found, distances)
+               if d - dy < _DISTINCT):
             found.append(x)
             distances.append(d)
     if not found:
@@ -190,7 +222,7 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     found = found[:max_solutions] if max_solutions else found
     qs = np.repeat(q_seed[None], len(found), axis=0)
     qs[:, chain.moved] = found
-    p_err, o_err = _errors_one(chain.poses(qs[:1, chain.moved])[0], T_target)
+    p_err, o_err = _errors_one(chain.pose(qs[0, chain.moved]), T_target)
     if p_err > p_tol or o_err > o_tol:
         return None
     return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
@@ -205,12 +237,13 @@ def _errors_one(T, T_target):
     return math.sqrt(dx * dx + dy * dy + dz * dz), math.atan2(sin, 0.5 * (a + e + i - 1.0))
 
 
-def _turned_into_limits(q, bounds):
-    """``q`` (floats) with each angle moved by the whole turns nearest its seed inside its
-    limits (as :func:`~ros_dynamics.engine.ik_analytic.in_limits`), or None.
+def _turned_into_limits(q, x_seed, limits):
+    """``q`` (floats) with each angle moved by the whole turns nearest its seed (``x_seed``)
+    inside its ``limits`` ((lower, upper) pairs; as
+    :func:`~ros_dynamics.engine.ik_analytic.in_limits`), or None.
     """
     out = []
-    for x, (seed, lower, upper) in zip(q, bounds):
+    for x, seed, (lower, upper) in zip(q, x_seed, limits):
         if lower <= x <= upper and -math.pi < x - seed <= math.pi:     # the common case
             out.append(x)
             continue

@@ -69,6 +69,10 @@ class Chain:
         self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
         self.mimic_rows = columns[:, moved_v].T.copy()             # (m, n_chain)
         moved = self.moved
+        #: The moved joints' (lower, upper) limits [rad or m] as Python floats, for code that
+        #: works on one configuration in floats.
+        self.limit_pairs = tuple(zip(model.lower_limits[moved].tolist(),
+                                     model.upper_limits[moved].tolist()))
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
         self.clip_upper = np.array(model.upper_limits[moved])
@@ -132,6 +136,25 @@ class Chain:
         if len(self.basis) == 0:
             return np.broadcast_to(self.frame_placement, (len(X), 4, 4))
         return self._frames(X)[1]
+
+    def pose(self, x):
+        """``T_root_frame`` (4, 4) at one configuration ``x`` (m,) of the joints :attr:`moved`:
+        :meth:`poses` without the batch (half its cost for one configuration).
+        """
+        n = len(self.basis)
+        if n == 0:
+            return self.frame_placement.copy()
+        x = x.take(self.x_index) * self.multiplier + self.offset if self.mimic else x
+        terms = np.empty((n, 4))
+        np.cos(x, out=terms[:, 0])
+        np.sin(x, out=terms[:, 1])
+        terms[:, 2] = 1.0
+        terms[:, 3] = x
+        L = np.einsum('nk,nkj->nj', terms, self.basis).reshape(n, 4, 4)    # C_k Z_k(x_k)
+        T = L[0]
+        for k in range(1, n):
+            T = T.dot(L[k])
+        return T.dot(self.frame_placement)
 
     def _frames(self, X):
         """The z-aligned joint frames (B, n, 4, 4) and the frame's pose (B, 4, 4)."""

@@ -11,12 +11,14 @@ and a grid over the joint's range, in one batched call -- the sweep EAIK's and I
 do by hand.
 """
 from dataclasses import dataclass
+from functools import cached_property
+import math
 from typing import Optional
 
 import numpy as np
 
 from . import ik_analytic
-from .subproblems import rot
+from .rotations import skew
 
 #: Held angles on the grid over the held joint's range.
 GRID = 32
@@ -60,19 +62,40 @@ class HeldJoint:
         """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joint at
         ``angle``.
         """
-        return self._targets(T_target[None], np.array([float(angle)]))[0, 0]
+        A1, A2 = self._generators
+        turn = A1 * -math.sin(angle) + A2 * (1.0 - math.cos(angle))
+        turn += _I4
+        return turn.dot(T_target) if self.held == 0 else T_target.dot(turn)
 
     def _targets(self, T_targets, angles):
         """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
         joint at ``angles`` (V,).
         """
-        turn = np.zeros((len(angles), 4, 4))           # the held joint turned by -angle
-        turn[:, :3, :3] = rot(self.axis, -angles)
-        turn[:, :3, 3] = self.point - turn[:, :3, :3] @ self.point
-        turn[:, 3, 3] = 1.0
+        A1, A2 = self._generators
+        turn = _I4 - np.sin(angles)[:, None, None] * A1 \
+            + (1.0 - np.cos(angles))[:, None, None] * A2          # (V, 4, 4)
         if self.held == 0:
             return turn[None] @ T_targets[:, None]
-        return T_targets[:, None] @ (np.linalg.inv(self.M) @ turn @ self.M)[None]
+        return T_targets[:, None] @ turn[None]
+
+    @cached_property
+    def _generators(self):
+        """``(A1, A2)`` (4, 4) each: the held joint turned by ``-angle`` is the transform
+        ``I + sin(-angle) S + (1 - cos(-angle)) S^2`` (Rodrigues' formula for the twist ``S``
+        of a turn about the axis through the point); for the last joint held, read in the
+        tip's zero frame (``M^-1 S M``), where it multiplies the target from the right.
+        """
+        S = np.zeros((4, 4))
+        S[:3, :3] = skew(self.axis)
+        S[:3, 3] = -S[:3, :3] @ self.point
+        S2 = S @ S
+        if self.held == 0:
+            return S, S2
+        M_inverse = np.linalg.inv(self.M)
+        return M_inverse @ S @ self.M, M_inverse @ S2 @ self.M
+
+
+_I4 = np.eye(4)
 
 
 def held_joint(chain) -> Optional[HeldJoint]:

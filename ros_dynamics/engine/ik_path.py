@@ -170,16 +170,14 @@ def _errors(chain, path, T, solved):
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     for start in range(0, solved, CHUNK):
         part = slice(start, min(start + CHUNK, solved))
-        e = ik_analytic.pose_errors(chain.poses(path[part]), T[part])
-        pe[part], oe[part] = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+        pe[part], oe[part] = ik_analytic.error_norms(chain.poses(path[part]), T[part])
     return pe, oe
 
 
 def _within(chain, X, T_rows, p_tol, o_tol):
     """Which rows of ``X`` (B, m) put the tip within the tolerances of ``T_rows`` (B, 4, 4)."""
-    e = ik_analytic.pose_errors(chain.poses(X), T_rows)
-    return (np.linalg.norm(e[:, :3], axis=1) <= p_tol) & \
-        (np.linalg.norm(e[:, 3:], axis=1) <= o_tol)
+    p_err, o_err = ik_analytic.error_norms(chain.poses(X), T_rows)
+    return (p_err <= p_tol) & (o_err <= o_tol)
 
 
 def _follow(X, ok, x_seed, lower, upper, step):
@@ -204,13 +202,19 @@ def _follow(X, ok, x_seed, lower, upper, step):
     s = int(np.argmin(moves))
     path[0] = first[s]
     # Largest joint move (N-1, from, to) between the solutions of consecutive poses, each
-    # joint by its nearest turn; a CHUNK of poses at a time.
+    # joint by its nearest turn: the arccosine of the least cos(b - a) = cos a cos b +
+    # sin a sin b over the joints (no wrapping of differences); a CHUNK of poses at a time.
     D = np.empty((N - 1, 8, 8))
+    # (m, N, 8), contiguous: the products come out in that layout, and the least over the
+    # first axis is then a fast elementwise minimum (over the last, a slow one).
+    Xt = np.ascontiguousarray(np.moveaxis(X, 2, 0))
+    C, S = np.cos(Xt), np.sin(Xt)
     for start in range(0, N - 1, CHUNK):
         part = slice(start, min(start + CHUNK, N - 1))
-        W = X[start + 1:part.stop + 1, None, :, :] - X[part, :, None, :]
-        W -= _TURN * np.round(W / _TURN)
-        D[part] = np.abs(W).max(axis=3)
+        after = slice(start + 1, part.stop + 1)
+        cos = C[:, after, None] * C[:, part, :, None]
+        cos += S[:, after, None] * S[:, part, :, None]
+        D[part] = np.arccos(np.clip(cos.min(axis=0), -1.0, 1.0))
     D[~np.broadcast_to(ok[1:, None, :], D.shape)] = np.inf
     to, move = D.argmin(axis=2).tolist(), D.min(axis=2).tolist()
     del D

@@ -33,6 +33,15 @@ def pose_features(T: ArrayLike):
         T.shape[:-2] + (9,))], axis=-1)
 
 
+def feature_distance2(T, T_target):
+    """The squared distance between the :func:`pose_features` of ``T`` and ``T_target`` (4, 4
+    each), without forming them.
+    """
+    D = (T - T_target)[:3]
+    p, R = D[:, 3], D[:, :3].ravel()
+    return float(p.dot(p) + ROTATION_LENGTH ** 2 * R.dot(R))
+
+
 class SeedTable:
     """``samples`` (>= 1) configurations of the joints that move one frame (``chain.moved``),
     drawn uniformly from ``[lower, upper]`` (m,), and the frame's poses at them.
@@ -80,10 +89,12 @@ class SeedTable:
         # Concatenated ranges start[i] .. start[i] + count[i] without a Python loop.
         return np.arange(count.sum()) + np.repeat(start - (np.cumsum(count) - count), count)
 
-    def nearest(self, T_target, k, position_only=False):
+    def nearest(self, T_target, k, position_only=False, distances=False):
         """Up to ``k`` configurations (k, m), nearest ``T_target`` (4, 4) first, among the
         samples around its position (by position alone when ``position_only``): the 3 x 3 x 3
         cells around it, else 5 x 5 x 5, else all samples -- whichever first holds ``k``.
+        With ``distances``, also their squared feature distances (k,) to the target
+        (:func:`pose_features`).
         """
         feature = pose_features(T_target)
         width = 3 if position_only else 12
@@ -99,4 +110,5 @@ class SeedTable:
         k = min(k, len(d))
         best = np.argpartition(d, k - 1)[:k] if k < len(d) else np.arange(len(d))
         best = best[np.argsort(d[best])]
-        return self.configurations[best if index is None else index[best]]
+        configurations = self.configurations[best if index is None else index[best]]
+        return (configurations, d[best]) if distances else configurations

@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from .rotations import cross, exp_so3
+from .rotations import cross, skew
 
+_I3 = np.eye(3)
 #: |residual| below which a two-solution subproblem counts as exactly solved (a tangency).
 _TANGENT = 1e-12
 
@@ -31,7 +32,23 @@ def rot(k, theta):
     """Rotation matrices ``rot(k, theta)`` (..., 3, 3) about unit axes ``k`` (..., 3) by
     ``theta`` (...) [rad]: the exponential of the rotation vector ``theta k``.
     """
-    return exp_so3(np.asarray(k, dtype=float) * np.asarray(theta, dtype=float)[..., None])
+    theta = np.asarray(theta, dtype=float)[..., None, None]
+    K = skew(np.asarray(k, dtype=float))
+    # Rodrigues' formula, I + sin K + (1 - cos) K^2: for one axis K is a constant 3x3, and
+    # the batch costs three elementwise products.
+    return _I3 + np.sin(theta) * K + (1.0 - np.cos(theta)) * (K @ K)
+
+
+def rotate(k, theta, v):
+    """``rot(k, theta) v`` (..., 3) for one unit axis ``k`` (3,), angles ``theta`` (...) [rad]
+    and vectors ``v`` (..., 3), broadcast: Rodrigues' formula on the vectors,
+    ``v + sin K v + (1 - cos) K K v`` with ``K v = k x v``, without forming the matrices.
+    """
+    kx, ky, kz = k.tolist()
+    Kt = np.array([[0.0, kz, -ky], [-kz, 0.0, kx], [ky, -kx, 0.0]])     # K^T: v @ Kt = k x v
+    theta = np.asarray(theta, dtype=float)[..., None]
+    Kv = v @ Kt
+    return v + np.sin(theta) * Kv + (1.0 - np.cos(theta)) * (Kv @ Kt)
 
 
 def _dot(a, b):
@@ -75,14 +92,13 @@ def sp3(p, q, k, d):
 def sp2(p, q, k1, k2):
     """Subproblem 2: the angle pairs ``theta1, theta2`` (each (..., 2)) with
     ``rot(k1, theta1) p = rot(k2, theta2) q`` and ``exact`` (...). ``p`` and ``q`` should have
-    the same length; ``k1`` and ``k2`` must not be parallel.
+    the same length; ``k1`` and ``k2`` (3,) must not be parallel.
 
     ``k2^T rot(k1, theta1) p = k2^T q`` fixes ``theta1`` (:func:`sp4`), and then ``theta2``
     turns ``q`` onto ``rot(k1, theta1) p`` (:func:`sp1`).
     """
     theta1, exact = sp4(k2, p, k1, _dot(k2, q))
-    v = np.einsum('...ij,...j->...i', rot(k1[..., None, :], theta1), p[..., None, :])
-    theta2 = sp1(q[..., None, :], v, k2[..., None, :])
+    theta2 = sp1(q[..., None, :], rotate(k1, theta1, p[..., None, :]), k2)
     return theta1, theta2, exact
 
 
