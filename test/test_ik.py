@@ -173,11 +173,26 @@ def test_mimic_joints_are_respected():
     assert_solution(model, 'panda_rightfinger', T, result)
 
 
+def test_rotations_rounded_within_1e_6_are_accepted():
+    """A rotation written with 7 digits (a YAML file, a message printed and typed back)."""
+    model = load(DEMO_ARM)
+    solver = IKSolver(model)
+    T = model.frame_pose(model.middle_configuration() + 0.2, 'tool0')
+    T_rounded = np.round(T, 7)
+    assert np.abs(T_rounded[:3, :3] @ T_rounded[:3, :3].T - np.eye(3)).max() > 1e-9
+    assert solver.solve('tool0', T_rounded, position_tolerance=1e-6,
+                        orientation_tolerance=1e-6).success
+
+
 @pytest.mark.parametrize('kwargs, error, match', [
     (dict(tip_frame='nope'), UnknownFrameError, "unknown frame 'nope'"),
     (dict(T_target=np.eye(3)), ShapeError, 'T_target: expected a 4x4'),
     (dict(T_target=np.full((4, 4), np.nan)), InvalidInputError, 'T_target: expected finite'),
     (dict(T_target=np.diag([2.0, 1, 1, 1])), InvalidInputError, 'not a rotation'),
+    (dict(T_target=np.diag([-1.0, 1, 1, 1])), InvalidInputError, 'not a rotation'),  # mirror
+    (dict(T_target=np.diag([1.0, -1, -1, 1]) + 1e-5 * np.eye(4, k=1)), InvalidInputError,
+     'not a rotation'),                                                   # skewed by 1e-5
+    (dict(T_target=np.zeros((4, 4))), InvalidInputError, 'not a rotation'),
     (dict(q_seed=np.zeros(3)), ShapeError, 'q_seed: expected 6 values'),
     (dict(timeout=0.0), InvalidInputError, 'timeout: expected'),
     (dict(timeout=-1.0), InvalidInputError, 'timeout: expected'),

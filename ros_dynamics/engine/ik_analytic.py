@@ -389,9 +389,15 @@ def _three_parallel_one(v, R06, p, _shoulder):
         for q5 in q5s:
             c5, s5 = math.cos(q5), -math.sin(q5)                     # of -q5
             q6 = sp1_one(b, rotate_cs(h5, c5, s5, h2), h6)
-            R14w = rotate_cs(h1, c1, -s1, _apply(R06, rotate3(h6, -q6, rotate_cs(h5, c5, s5,
-                                                                                 w))))
-            q14 = sp1_one(w, R14w, h2)
+            # R14 = rot(h2, q14) takes R45 h6 to R16 h6 = a: one rotation -- unless R45 h6
+            # nears h2 (the wrist singularity, q6 and q14 coupled), where R14 w (w at right
+            # angles to h2) after this q6 keeps the pair consistent.
+            u = rotate_cs(h5, c5, -s5, h6)                           # R45 h6 (unit)
+            if abs(dot3(u, h2)) < 0.8:                               # 37 deg or more apart
+                q14 = sp1_one(u, a, h2)
+            else:
+                q14 = sp1_one(w, rotate_cs(h1, c1, -s1, _apply(R06, rotate3(
+                    h6, -q6, rotate_cs(h5, c5, s5, w)))), h2)
             x1 = _sub(x1base, rotate3(h2, q14, p45))
             q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))
             for q3 in q3s:
