@@ -18,9 +18,12 @@ from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4
 
 Z1 = 'z1_description/urdf/z1.urdf'
-# Arms with an analytic family: (description, tip, family).
+# Arms with an analytic family: (description, tip, family); the last two are not in make bench.
 ANALYTIC = [(UR5, 'tool0', 'three_parallel'), (KINOVA, 'j2s6s200_end_effector', 'spherical_wrist'),
-            (Z1, 'gripperStator', 'three_parallel')]
+            (Z1, 'gripperStator', 'three_parallel'),
+            ('ur_description/urdf/ur10_joint_limited_robot.urdf', 'tool0', 'three_parallel'),
+            ('talos_data/robots/talos_left_arm.urdf', 'gripper_left_base_link',
+             'spherical_wrist')]
 
 
 def unit(rng, n=None):
@@ -132,7 +135,7 @@ def assert_solves(arm, q, T, tol=1e-9):
     assert np.abs(T_q[:3, :3] - T[:3, :3]).max() < tol
 
 
-@pytest.fixture(scope='module', params=ANALYTIC, ids=lambda a: a[0].split('/')[0])
+@pytest.fixture(scope='module', params=ANALYTIC, ids=lambda a: a[0].split('/')[-1][:-5])
 def arm(request):
     relative, tip, family = request.param
     a = Arm(erd(relative), tip)
