@@ -77,9 +77,13 @@ def _ik_tables(r):
              'URDF reader reads some as zero) and targets in its chain\'s base link, the root '
              'link.', '',
              'ros_dynamics solves six revolute joints of a recognised geometry analytically '
-             '(`method`) and returns every solution; EAIK and IK-Geo (analytic, every '
-             'solution) are timed on their own call, their answers shifted into the limits '
-             'untimed; "solutions": distinct in-limit solutions per target.', '',
+             '(`method`) and returns every solution; a longer chain whose six joints do once the '
+             'others are held, analytically at the seed\'s or a seed-table neighbour\'s values '
+             'of those; EAIK and IK-Geo (analytic, every solution) are timed on their own '
+             'call, their answers shifted into the limits untimed; "solutions": distinct '
+             'in-limit solutions per target. Before each arm\'s timed solves, what the '
+             'process holds is frozen out of the garbage collector (`gc.freeze()`), as the node '
+             'does at startup.', '',
              '| arm | solver | solves | success | norms | median ms | p99 ms | max ms | '
              'solutions |', '|---|---|---|---|---|---|---|---|---|']
     for robot, data in r['ik'].items():

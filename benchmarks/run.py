@@ -8,6 +8,7 @@ Absolute times drift on shared machines; ratios measured in one run hold, so eve
 peers side by side and reports ratios to Pinocchio.
 """
 import argparse
+import gc
 import json
 import os
 import platform
@@ -180,6 +181,17 @@ def _pinocchio_batched(p, states, best):
     return out
 
 
+def settle_garbage_collector():
+    """What is alive now (models, the peers' modules: roboticstoolbox alone brings SymPy) leaves
+    the garbage collector's generations, as the node does at startup (ros/process.py): else a
+    full pass over this process's heap costs 46-113 ms (measured with gc.callbacks over the IK
+    section), and one landing inside a timed solve made it 107 ms (a TIAGo solve, among
+    12,000 of about 0.2 ms).
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def bench_ik(targets, slow_targets, rng, arms):
     """The TRAC-IK protocol on every arm: random reachable targets (the chain's joints drawn
     inside the limits, the rest at mid-range), seed mid-range, 5 ms, 1e-5; every answer checked
@@ -209,6 +221,7 @@ def bench_ik(targets, slow_targets, rng, arms):
         prepare_ms = (time.perf_counter() - t) * 1e3
         rows = {}
         answers, times, counts = [], [], []
+        settle_garbage_collector()
         for i, T in enumerate(goals):
             t = time.perf_counter()
             res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
@@ -360,6 +373,7 @@ def bench_ik_path(paths, poses, rng):
             T = np.repeat(model.frame_pose(q0, tip)[None], poses, axis=0)
             T[:, :3, 3] += np.arange(poses)[:, None] * 0.001 * d / np.linalg.norm(d)
             lines.append((q0, T))
+        settle_garbage_collector()
         ours = _path_runs(lines, check, lambda q0, T: solver.solve_path(
             tip, T, q0, position_tolerance=IK_TOLERANCE, orientation_tolerance=IK_TOLERANCE,
             timeout=1.0).q)
@@ -411,6 +425,7 @@ def bench_deadline(solves, rng):
         solver.prepare(tip)
         seed = model.middle_configuration()
         late = []
+        settle_garbage_collector()
         for i in range(solves // 2):
             T = np.eye(4)
             T[:3, :3] = exp_so3(rng.normal(size=3))

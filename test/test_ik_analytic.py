@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Arm
 import pytest
-from robots import KINOVA, PANDA, UR5, erd, load
+from robots import KINOVA, PANDA, TALOS, TIAGO, UR5, erd, load
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_analytic
@@ -330,6 +330,55 @@ def test_seven_joint_arms_hold_their_last_joint_and_solve_the_six(relative, tip,
     # search then answers).
     print(f'{joint} held: {solved} of 100 solved analytically')
     assert solved >= 95
+
+
+@pytest.mark.parametrize('relative, tip, held', [
+    (TALOS, 'gripper_left_base_link', ['torso_1_joint', 'torso_2_joint', 'arm_left_1_joint']),
+    (TIAGO, 'arm_tool_link', ['torso_lift_joint', 'arm_1_joint'])], ids=['talos', 'tiago'])
+def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, held):
+    """TALOS's arm with its torso (9 joints) and TIAGo's with its sliding torso (8): the torso
+    and the arm's first joint held, the other six are a spherical wrist. One answer keeps the
+    held joints at the seed's values or a seed-table neighbour's; several come from the seed's,
+    the neighbours' and (none here: several joints held) no grid. Every solution checked with
+    Pinocchio, inside the limits.
+    """
+    arm = Arm(erd(relative), tip)
+    model, solver = arm.model, arm.solver
+    table = solver.prepare(tip)
+    moved = solver.chain(tip).moved
+    index = [model.q_names.index(name) for name in held]
+    in_chain = [list(moved).index(i) for i in index]
+    method = f"analytic spherical_wrist, {', '.join(held)} held"
+    rng = np.random.default_rng(18)
+    one = several = kept = 0
+    for k in range(40):
+        q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        if k % 2:                      # a warm seed: the target's configuration, slightly off
+            seed = q_true + rng.normal(scale=0.01, size=model.nq)
+            seed = np.clip(seed, model.lower_limits, model.upper_limits)
+        T = arm.pose(q_true)
+        result = solver.solve(tip, T, seed, timeout=1.0)     # what is measured is the reach
+        assert result.success
+        if result.method != 'numerical':
+            one += 1
+            assert result.method == method
+            values = result.q[index]
+            assert np.array_equal(values, seed[index]) or any(
+                np.array_equal(values, n[in_chain]) for n in table.nearest(T, 4))
+            # A warm seed's own values come first (the target may be just out of the six's
+            # reach there: then a neighbour's answer).
+            kept += k % 2 and np.array_equal(values, seed[index])
+            for q in result.solutions:
+                np.testing.assert_array_equal(q[index], values)
+        result = solver.solve(tip, T, seed, max_solutions=30, timeout=1.0)
+        assert result.success
+        several += result.method == method
+        for q in result.solutions:     # the numerical search's within its tolerance, 1e-5
+            assert_solves(arm, q, T, 1e-9 if result.method == method else 1e-5)
+            assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+    print(f'{relative}: one answer analytic {one} of 40 ({kept} of 20 warm seeds at their '
+          f'own values), several {several} of 40')
+    assert one >= 28 and several >= 30 and kept >= 15
 
 
 def test_held_joints_are_taken_out_before_classifying():

@@ -46,7 +46,7 @@ class IKSolver:
         self._chains: dict[str, Chain] = {}
         self._tables: dict[str, SeedTable] = {}
         self._families: dict[str, Optional[ik_analytic.Family]] = {}
-        self._held: dict[str, Optional[ik_held.HeldJoint]] = {}
+        self._held: dict[str, Optional[ik_held.HeldJoints]] = {}
 
     def chain(self, frame: str) -> Chain:
         """The chain of ``frame`` (built once, then kept)."""
@@ -150,25 +150,23 @@ class IKSolver:
 
     def _closed_form(self, chain, T_target, q_seed, active, p_tol, o_tol, max_solutions,
                      deadline):
-        """The analytic answer (six joints of a family; seven with an end joint held) or
-        None.
-        """
+        """The analytic answer (six joints of a family; more with the others held) or None."""
         family = self._family(chain, q_seed, active)
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,
                                    o_tol, max_solutions)
-        held = self._held_joint(chain) if active is None else None
+        held = self._held_joints(chain) if active is None else None
         if held is None:
             return None
         return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
                            q_seed, p_tol, o_tol, max_solutions, deadline)
 
-    def _held_joint(self, chain):
-        """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoint` or None (kept)."""
+    def _held_joints(self, chain):
+        """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoints` or None (kept)."""
         with self._lock:
             if chain.frame in self._held:
                 return self._held[chain.frame]
-        held = ik_held.held_joint(chain)
+        held = ik_held.held_joints(chain)
         with self._lock:
             return self._held.setdefault(chain.frame, held)
 

@@ -81,10 +81,12 @@ class Geometry:
 
 def geometry(chain, x_fixed, active) -> Optional[Geometry]:
     """The :class:`Geometry` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) with
-    its joints ``x_fixed`` (m,) where ``active`` (m, bool) is False and zero where True, or None
-    unless six revolute joints move and no mimic joint couples them.
+    its joints ``x_fixed`` (m,) where ``active`` (m, bool) is False (turning or sliding) and
+    zero where True, or None unless six revolute joints are active and no mimic joint couples
+    the chain's joints.
     """
-    if chain.mimic or not chain.pure_rotation or chain.uses_x_term or np.count_nonzero(active) != 6:
+    if chain.mimic or np.count_nonzero(active) != 6 or not np.all(
+            (chain.angular[active, 0] == 1.0) & (chain.linear[active, 0] == 0.0)):
         return None
     x = np.where(active, 0.0, x_fixed)[None]
     T, tip = chain._frames(x)
@@ -328,11 +330,19 @@ def polish(chain, X, T_targets, active, tolerance):
         e = pose_errors(T, T_targets)
         if np.abs(e).max() <= tolerance:
             return
-        J = JT[:, active].transpose(0, 2, 1)                    # (B, 6, 6)
-        try:
-            X[:, active] += np.linalg.solve(J, e[..., None])[..., 0]
-        except np.linalg.LinAlgError:                           # a singular row: least squares
-            X[:, active] += (np.linalg.pinv(J) @ e[..., None])[..., 0]
+        gauss_newton_step(X, JT, e, active)
+
+
+def gauss_newton_step(X, JT, e, active):
+    """One Gauss-Newton step of the rows ``X`` (B, m) with the transposed Jacobians ``JT``
+    (B, m, 6) and pose errors ``e`` (B, 6), moving the six joints ``active`` (m, bool); in
+    place.
+    """
+    J = JT[:, active].transpose(0, 2, 1)                        # (B, 6, 6)
+    try:
+        X[:, active] += np.linalg.solve(J, e[..., None])[..., 0]
+    except np.linalg.LinAlgError:                               # a singular row: least squares
+        X[:, active] += (np.linalg.pinv(J) @ e[..., None])[..., 0]
 
 
 def in_limits(X, x_seed, lower, upper):
@@ -428,10 +438,10 @@ def _spherical_wrist_one(v, R06, p, shoulder):
     R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
     out = []
     for q1, q2, q3, e in arms:
-        back = [(h1, -q1), (h2, -q2), (h3, -q3)]
         R36h6, R36w = R06h6, R06w
-        for k, t in back:
-            R36h6, R36w = rotate3(k, t, R36h6), rotate3(k, t, R36w)
+        for k, t in ((h1, q1), (h2, q2), (h3, q3)):                # turned back by -t
+            c, s = math.cos(t), -math.sin(t)
+            R36h6, R36w = rotate_cs(k, c, s, R36h6), rotate_cs(k, c, s, R36w)
         pairs, e45 = sp2_one(R36h6, h6, _neg(h4), h5)
         for q4, q5 in pairs:
             q6 = sp1_one(v['w6'], rotate3(h5, -q5, rotate3(h4, -q4, R36w)), h6)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import ik_analytic, ik_held
-from .ik_search import pose_error
+from .ik_search import PoseError, pose_error
 from .ik_seeds import feature_distance2
 
 
@@ -44,7 +44,7 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     nearest the seed first; a failure when the target is out of reach of an exact geometry;
     None when the numerical search should try (every solution outside the limits).
     """
-    if active is None and not family.snapped:
+    if active is None:
         result = _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
         if result is not None:
@@ -80,79 +80,107 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
 
 def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions,
                 deadline):
-    """The solutions of a seven-joint chain with one end joint held (:mod:`.ik_held`), inside
-    the limits and tolerances, as an :class:`IKResult` nearest the seed first: at the held
-    joint's angle in the seed (the joint then stays where it is) or in one of the seed table's
-    configurations nearest the target (one of them nearly reaches it already), one after the
-    other, nearest the target first (:func:`_held_order`), before the ``deadline`` (monotonic
-    clock). Asked for several solutions
-    (``max_solutions`` above 1), at the seed's angle, then at the neighbours' angles and a grid
-    in one batched call. None when there is none, and for one answer of a snapped geometry (the
-    numerical search, faster than a sweep or a polished batch for one answer, then tries).
+    """The solutions of a chain of more than six joints with the others held
+    (:mod:`.ik_held`), inside the limits and tolerances, as an :class:`IKResult` nearest the
+    seed first: with the held joints at their values in the seed (they then stay where they
+    are) or in one of the seed table's configurations nearest the target (one of them nearly
+    reaches it already), one after the other, nearest the target first (:func:`_held_order`),
+    before the ``deadline`` (monotonic clock). Asked for several solutions (``max_solutions``
+    above 1), at the seed's values, then at the neighbours' values and a grid in one batched
+    call. None when there is none (the numerical search then tries).
     """
     x_seed = q_seed[chain.moved]
-    joint = model.q_names[chain.moved[held.held]]
-    method = f'analytic {held.family.name}, {joint} held'
-    angle = float(x_seed[held.held])
+    joints = ', '.join(model.q_names[i] for i in chain.moved[held.held])
+    method = f'analytic {held.family.name}, {joints} held'
     several = max_solutions is not None and max_solutions > 1
-    if held.family.snapped and not several:
-        return None          # polishing a batch costs more than the numerical search of one
     if not several:
-        for angle in _held_order(chain, held, table, T_target, x_seed):
-            result = _held_one(model, chain, held, T_target, q_seed, angle, p_tol, o_tol,
+        for values in _held_order(chain, held, table, T_target, x_seed):
+            result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                max_solutions, method)
             if result is not None or time.monotonic() >= deadline:
                 return result
         return None
-    result = _held_at(model, chain, held, T_target, q_seed, [angle], p_tol, o_tol,
-                      max_solutions, method)
+    result = _held_at(model, chain, held, T_target, q_seed, x_seed[held.held][None], p_tol,
+                      o_tol, max_solutions, method)
     if result is not None or time.monotonic() >= deadline:
         return result
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-    neighbours = table.nearest(T_target, 8) if table is not None else np.empty((0, 7))
-    angles = ik_held.held_angles(held, x_seed, lower, upper, neighbours)[1:]
-    return _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
+    neighbours = table.nearest(T_target, 8) if table is not None else x_seed[None][:0]
+    values = ik_held.held_values(held, x_seed, lower, upper, neighbours)[1:]
+    return _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
                     method)
 
 
-#: Seed-table neighbours whose held angle one answer tries, one after the other.
+#: Seed-table neighbours whose held values one answer tries, one after the other.
 NEIGHBOURS = 4
 
 
 def _held_order(chain, held, table, T_target, x_seed):
-    """The held joint's angles [rad] one answer tries: the seed's and its :data:`NEIGHBOURS`
-    seed-table neighbours', in the order of how near their configuration puts the tip to the
-    target (a warm seed first; a seed far from the target after the first neighbour).
+    """The held joints' values (tuples of floats) one answer tries: the seed's and its
+    :data:`NEIGHBOURS` seed-table neighbours', in the order of how near their configuration
+    puts the tip to the target (a warm seed first; a seed far from the target after the first
+    neighbour).
     """
+    seed = tuple(x_seed[held.held].tolist())
     if table is None:
-        return [float(x_seed[held.held])]
+        return [seed]
     neighbours, d2 = table.nearest(T_target, NEIGHBOURS, distances=True)
-    angles = neighbours[:, held.held].tolist()
+    values = [tuple(v) for v in neighbours[:, held.held].tolist()]
     at = int(np.searchsorted(d2, feature_distance2(chain.pose(x_seed), T_target)))
-    return angles[:at] + [float(x_seed[held.held])] + angles[at:]
+    return values[:at] + [seed] + values[at:]
 
 
-def _held_one(model, chain, held, T_target, q_seed, angle, p_tol, o_tol, max_solutions,
+def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
               method):
-    """The solutions with the held joint at ``angle`` [rad], in Python floats, ranked
-    (:func:`_ranked_one`), or None.
+    """The solutions with the held joints at ``values`` (a tuple of floats), in Python floats,
+    ranked (:func:`_ranked_one`), or None.
     """
-    turned = held.turned(T_target, angle)
-    k = held.held
-    candidates = [(q[:k] + (angle,) + q[k:], exact)
+    turned = held.turned(T_target, values)
+    k = held.before
+    before, after = values[:k], values[k:]
+    candidates = [(before + q + after, exact)
                   for q, exact in held.family.solve_one(turned[:3, :3], turned[:3, 3])]
+    if held.family.snapped:
+        candidates = _polished(chain, candidates, T_target, held.free, p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        method)
 
 
-def _held_at(model, chain, held, T_target, q_seed, angles, p_tol, o_tol, max_solutions,
+def _polished(chain, candidates, T_target, active, p_tol, o_tol):
+    """The exact ones of ``candidates`` (``(q, exact)`` of a snapped geometry, off by about
+    the snapping) after Gauss-Newton steps on the true chain moving the joints ``active``
+    (m, bool), all at once, until every one is within the tolerances (one or two steps) or
+    :data:`~ros_dynamics.engine.ik_analytic.POLISH_STEPS`; those within them, as
+    ``(q, True, (position_error, orientation_error))``.
+    """
+    X = np.array([q for q, exact in candidates if exact])
+    if not len(X):
+        return []
+    error = PoseError(T_target)
+    for step in range(ik_analytic.POLISH_STEPS + 1):
+        T, JT = chain.evaluate(X)
+        e = error(T)
+        p2, o2 = np.einsum('bi,bi->b', e[:, :3], e[:, :3]), np.einsum('bi,bi->b', e[:, 3:],
+                                                                      e[:, 3:])
+        within = (p2 <= p_tol * p_tol) & (o2 <= o_tol * o_tol)
+        if step == ik_analytic.POLISH_STEPS or within.all():
+            break
+        ik_analytic.gauss_newton_step(X, JT, e, active)
+    errors = zip(np.sqrt(p2[within]).tolist(), np.sqrt(o2[within]).tolist())
+    return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
+
+
+
+
+def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
              method):
-    X, exact = held.solve(T_target, np.asarray(angles, dtype=float))
+    """The solutions with the held joints at each row of ``values`` (V, h), in one batched
+    call, ranked (:func:`ranked`), or None.
+    """
+    X, exact = held.solve(T_target, values)
     X = X[exact]
-    if held.family.snapped:
-        free = np.ones(7, dtype=bool)
-        free[held.held] = False                  # the held joint stays at its angle
-        ik_analytic.polish(chain, X, T_target, free, 0.1 * min(p_tol, o_tol))
+    if held.family.snapped:                      # the held joints stay at their values
+        ik_analytic.polish(chain, X, T_target, held.free, 0.1 * min(p_tol, o_tol))
     e = pose_error(chain.poses(X), T_target) if len(X) else np.empty((0, 6))
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     ok = (p_err <= p_tol) & (o_err <= o_tol)
@@ -188,43 +216,53 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):
 
 
 def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solutions):
-    """:func:`analytic_result` in Python floats for an exact geometry with every joint
-    active -- the common case, a few times faster -- or None to take the general way (no
-    exact solution inside the limits, or the best one's error above a tolerance).
+    """:func:`analytic_result` in Python floats with every joint active -- the common case,
+    a few times faster; a snapped geometry's solutions polished (:func:`_polished`) -- or None
+    to take the general way (no exact solution inside the limits and tolerances, or the best
+    one's error above a tolerance).
     """
-    return _ranked_one(model, chain, family.solve_one(T_target[:3, :3], T_target[:3, 3]),
-                       T_target, q_seed, p_tol, o_tol, max_solutions, f'analytic {family.name}')
+    candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3])
+    if family.snapped:
+        candidates = _polished(chain, candidates, T_target, np.ones(6, dtype=bool), p_tol,
+                               o_tol)
+    return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
+                       f'analytic {family.name}')
 
 
 def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                 method):
     """:func:`ranked` in Python floats for ``candidates``, ``(q, exact)`` pairs of the
-    values of ``chain.moved``; None when none is exact and inside the limits, or the best
-    one's error is above a tolerance.
+    values of ``chain.moved`` -- or ``(q, True, (position_error, orientation_error))``
+    triples already checked on the chain (:func:`_polished`); None when none is exact and
+    inside the limits, or the best one's error is above a tolerance.
     """
     x_seed = q_seed[chain.moved].tolist()
     limits = chain.limit_pairs
     ranked = []
-    for q, exact in candidates:
-        x = _turned_into_limits(q, x_seed, limits) if exact else None
+    for candidate in candidates:
+        x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
         if x is not None:
-            ranked.append((math.dist(x, x_seed), x))
+            ranked.append((math.dist(x, x_seed), x, candidate[2:]))
     ranked.sort(key=lambda r: r[0])
-    found, distances = [], []
-    for d, x in ranked:
+    found, distances, checked = [], [], []
+    for d, x, errors in ranked:
         # A same solution is as far from the seed (within _DISTINCT): compare only those.
         if all(math.dist(x, y) >= _DISTINCT for y, dy in zip(found, distances)
                if d - dy < _DISTINCT):
             found.append(x)
             distances.append(d)
+            checked.append(errors)
     if not found:
         return None
     found = found[:max_solutions] if max_solutions else found
     qs = np.repeat(q_seed[None], len(found), axis=0)
     qs[:, chain.moved] = found
-    p_err, o_err = _errors_one(chain.pose(qs[0, chain.moved]), T_target)
-    if p_err > p_tol or o_err > o_tol:
-        return None
+    if checked[0]:
+        p_err, o_err = checked[0][0]
+    else:
+        p_err, o_err = _errors_one(chain.pose(qs[0, chain.moved]), T_target)
+        if p_err > p_tol or o_err > o_tol:
+            return None
     return IKResult(qs[0], True, p_err, o_err, 0, 1, f'{method}: {len(found)} solution(s)',
                     solutions=list(qs), method=method)
 

@@ -1,17 +1,22 @@
-"""Analytic inverse kinematics of seven revolute joints: one end joint held at sampled angles,
-the other six solved in closed form (:mod:`~ros_dynamics.engine.ik_analytic`).
+"""Analytic inverse kinematics of chains of more than six joints: the joints before and after
+six revolute ones held at given values, those six solved in closed form
+(:mod:`~ros_dynamics.engine.ik_analytic`).
 
-A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose. Holding
-its first or its last joint leaves six joints whose geometry does not depend on the held angle
-(the held joint only turns the targets): when they form a recognised family, every held angle
-is solved in closed form, and the solutions ranked by their distance to the seed: first at the
-seed's own angle (the held joint stays where it is: what a path needs), and, when several
-solutions are asked for, at the angles of the seed table's configurations nearest the target
-and a grid over the joint's range, in one batched call -- the sweep EAIK's and IK-Geo's users
-do by hand.
+A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose; an arm on
+a torso (TALOS's, TIAGo's) more. Holding the joints at the ends of the chain -- the last, else
+the first of a seven-joint arm; the torso and the shoulder's first joint of TALOS's and TIAGo's
+-- leaves six joints whose geometry does not depend on the held values: by the product of
+exponentials, ``T(q) = A(v_before) G(q_six) E(v_after)`` with ``G`` the six joints' chain at the
+held joints' zero, ``A`` the held joints before them (their twists in the root frame) and ``E``
+those after (their twists in the tip's zero frame). The held joints only turn (or, sliding,
+shift) the target: ``G(q_six) = A^-1 T_target E^-1``. When the six form a recognised family,
+every set of held values is solved in closed form, and the solutions ranked by their distance
+to the seed: at the seed's own values (the held joints stay where they are: what a path needs)
+or the values of the seed table's configurations nearest the target, and, when several
+solutions are asked for, those and a grid over a single held joint's range, in one batched call
+-- the sweep EAIK's and IK-Geo's users do by hand.
 """
 from dataclasses import dataclass
-from functools import cached_property
 import math
 from typing import Optional
 
@@ -20,113 +25,151 @@ import numpy as np
 from . import ik_analytic
 from .rotations import skew
 
-#: Held angles on the grid over the held joint's range.
+#: Held values on the grid over a single held joint's range.
 GRID = 32
-
-
-@dataclass(frozen=True)
-class HeldJoint:
-    """A seven-joint chain solved as six with joint ``held`` (0 or 6 of ``chain.moved``) held:
-    ``family`` of the other six (the held joint at zero), the held joint's unit ``axis`` and a
-    ``point`` on it at the zero configuration, and the tip's zero pose ``M`` (4, 4), all in the
-    chain's root frame.
-    """
-
-    family: ik_analytic.Family
-    held: int
-    axis: np.ndarray
-    point: np.ndarray
-    M: np.ndarray
-
-    def solve(self, T_target, angles):
-        """Configurations (V * 8, 7) of the chain reaching ``T_target`` (4, 4) with the held
-        joint at each of ``angles`` (V,), eight branches per angle, and whether each was solved
-        exactly (V * 8,).
-        """
-        V = len(angles)
-        targets = self._targets(T_target[None], np.asarray(angles, dtype=float))[0]
-        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (V, 8, 6)
-        X = np.insert(Q.reshape(V * 8, 6), self.held, np.repeat(angles, 8), axis=1)
-        return X, exact.reshape(V * 8)
-
-    def solve_path(self, T_targets, angle):
-        """Configurations (N, 8, 7) reaching each of ``T_targets`` (N, 4, 4) with the held joint
-        at ``angle``, and whether each was solved exactly (N, 8).
-        """
-        N = len(T_targets)
-        targets = self._targets(T_targets, np.array([float(angle)]))[:, 0]
-        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (N, 8, 6)
-        return np.insert(Q, self.held, angle, axis=2), exact.reshape(N, 8)
-
-    def turned(self, T_target, angle):
-        """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joint at
-        ``angle``.
-        """
-        A1, A2 = self._generators
-        turn = A1 * -math.sin(angle) + A2 * (1.0 - math.cos(angle))
-        turn += _I4
-        return turn.dot(T_target) if self.held == 0 else T_target.dot(turn)
-
-    def _targets(self, T_targets, angles):
-        """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
-        joint at ``angles`` (V,).
-        """
-        A1, A2 = self._generators
-        turn = _I4 - np.sin(angles)[:, None, None] * A1 \
-            + (1.0 - np.cos(angles))[:, None, None] * A2          # (V, 4, 4)
-        if self.held == 0:
-            return turn[None] @ T_targets[:, None]
-        return T_targets[:, None] @ turn[None]
-
-    @cached_property
-    def _generators(self):
-        """``(A1, A2)`` (4, 4) each: the held joint turned by ``-angle`` is the transform
-        ``I + sin(-angle) S + (1 - cos(-angle)) S^2`` (Rodrigues' formula for the twist ``S``
-        of a turn about the axis through the point); for the last joint held, read in the
-        tip's zero frame (``M^-1 S M``), where it multiplies the target from the right.
-        """
-        S = np.zeros((4, 4))
-        S[:3, :3] = skew(self.axis)
-        S[:3, 3] = -S[:3, :3] @ self.point
-        S2 = S @ S
-        if self.held == 0:
-            return S, S2
-        M_inverse = np.linalg.inv(self.M)
-        return M_inverse @ S @ self.M, M_inverse @ S2 @ self.M
-
 
 _I4 = np.eye(4)
 
 
-def held_joint(chain) -> Optional[HeldJoint]:
-    """The :class:`HeldJoint` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) --
-    its last joint held, else its first -- or None unless seven revolute joints move it and one
-    of those leaves a recognised family.
+@dataclass(frozen=True)
+class HeldJoints:
+    """A chain of ``m`` > 6 joints (``chain.moved``) solved as six with the others held:
+    ``family`` of the six (the held joints at zero); ``before`` held joints come first, the
+    rest of ``held`` (h,) (indices into ``chain.moved``) after the six. Per held joint its twist
+    ``twists`` (h, 4, 4) at the zero configuration -- in the root frame for those before, in
+    the tip's zero frame for those after -- and its square ``twists2`` (h, 4, 4); ``slides``
+    (h,): a prismatic joint (its twist squares to zero).
     """
-    n = len(chain.moved)
-    if n != 7 or chain.mimic or not chain.pure_rotation or chain.uses_x_term:
+
+    family: ik_analytic.Family
+    held: np.ndarray
+    before: int
+    twists: np.ndarray
+    twists2: np.ndarray
+    slides: tuple
+
+    @property
+    def free(self) -> np.ndarray:
+        """(m,) bool: the six joints the family solves."""
+        free = np.ones(len(self.held) + 6, dtype=bool)
+        free[self.held] = False
+        return free
+
+    def solve(self, T_target, values):
+        """Configurations (V * 8, m) of the chain reaching ``T_target`` (4, 4) with the held
+        joints at each row of ``values`` (V, h), eight branches per row, and whether each was
+        solved exactly (V * 8,).
+        """
+        V = len(values)
+        targets = self._targets(T_target[None], values)[0]                    # (V, 4, 4)
+        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (V, 8, 6)
+        X = np.empty((V, 8, len(self.held) + 6))
+        X[..., self.free] = Q
+        X[..., self.held] = values[:, None]
+        return X.reshape(V * 8, -1), exact.reshape(V * 8)
+
+    def solve_path(self, T_targets, values):
+        """Configurations (N, 8, m) reaching each of ``T_targets`` (N, 4, 4) with the held
+        joints at ``values`` (h,), and whether each was solved exactly (N, 8).
+        """
+        N = len(T_targets)
+        targets = self._targets(T_targets, np.asarray(values, dtype=float)[None])[:, 0]
+        Q, exact = self.family.solve(targets[:, :3, :3], targets[:, :3, 3])    # (N, 8, 6)
+        X = np.empty((N, 8, len(self.held) + 6))
+        X[..., self.free] = Q
+        X[..., self.held] = values
+        return X, exact
+
+    def turned(self, T_target, values):
+        """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joints at
+        ``values`` (h floats): :meth:`_targets` for one target and one set of values.
+        """
+        before, after = _I4, _I4
+        for i, v in enumerate(values):
+            if self.slides[i]:
+                step = _I4 - v * self.twists[i]
+            else:
+                step = _I4 - math.sin(v) * self.twists[i] + (1.0 - math.cos(v)) * self.twists2[i]
+            if i < self.before:
+                before = step.dot(before)
+            else:
+                after = step.dot(after)
+        return before.dot(T_target).dot(after)
+
+    def _targets(self, T_targets, values):
+        """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
+        joints at ``values`` (V, h): ``A^-1 T E^-1`` (see the module docstring), each factor
+        ``exp(-S v) = I - sin(v) S + (1 - cos(v)) S^2`` for a turn (Rodrigues' formula for the
+        twist ``S``), ``I - v S`` for a slide, the later joints' on the left.
+        """
+        V = len(values)
+        before = np.broadcast_to(_I4, (V, 4, 4))
+        after = before
+        for i in range(len(self.held)):
+            v = values[:, i, None, None]
+            if self.slides[i]:
+                step = _I4 - v * self.twists[i]
+            else:
+                step = _I4 - np.sin(v) * self.twists[i] + (1.0 - np.cos(v)) * self.twists2[i]
+            if i < self.before:
+                before = step @ before
+            else:
+                after = step @ after
+        return before[None] @ T_targets[:, None] @ after[None]
+
+
+def held_joints(chain) -> Optional[HeldJoints]:
+    """The :class:`HeldJoints` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) --
+    the first six joints solved (the others held after them), else the six after the first one
+    held, and so on -- or None unless more than six joints move it, no mimic joint couples
+    them, and six consecutive revolute ones form a recognised family.
+    """
+    m = len(chain.moved)
+    if m <= 6 or chain.mimic:
         return None
-    for held in (6, 0):
-        active = np.ones(n, dtype=bool)
-        active[held] = False
-        g = ik_analytic.geometry(chain, np.zeros(n), active)
+    zeros = np.zeros(m)
+    for before in range(m - 5):
+        free = np.zeros(m, dtype=bool)
+        free[before:before + 6] = True
+        g = ik_analytic.geometry(chain, zeros, free)
         family = ik_analytic.classify(g) if g is not None else None
         if family is not None:
-            frames = chain._frames(np.zeros((1, n)))[0][0]
-            M = np.eye(4)
-            M[:3, :3], M[:3, 3] = g.R0, g.p0
-            return HeldJoint(family, held, frames[held, :3, 2].copy(),
-                             frames[held, :3, 3].copy(), M)
+            return _held(chain, family, np.flatnonzero(~free), before)
     return None
 
 
-def held_angles(held, x_seed, lower, upper, neighbours):
-    """The held joint's angles to try (V,): the seed's, the neighbours' (k, 7) and
-    :data:`GRID` over ``[lower, upper]`` of the held joint (a turn when unbounded).
+def _held(chain, family, held, before):
+    """:class:`HeldJoints` of ``family`` with the joints ``held`` (h,), ``before`` of them
+    first: their twists from the joint frames at the zero configuration.
     """
-    j = held.held
-    lo, hi = lower[j], upper[j]
-    if not np.isfinite(lo) or not np.isfinite(hi):
-        lo, hi = x_seed[j] - np.pi, x_seed[j] + np.pi
-    grid = np.linspace(lo, hi, GRID)
-    return np.concatenate([[x_seed[j]], neighbours[:, j], grid])
+    frames, tip = chain._frames(np.zeros((1, len(chain.moved))))
+    frames, M = frames[0], tip[0]
+    M_inverse = np.linalg.inv(M)
+    slides = tuple(bool(chain.linear[j, 0]) for j in held)
+    twists = np.zeros((len(held), 4, 4))
+    for i, j in enumerate(held):
+        axis, point = frames[j, :3, 2], frames[j, :3, 3]
+        if slides[i]:
+            twists[i, :3, 3] = axis
+        else:
+            twists[i, :3, :3] = skew(axis)
+            twists[i, :3, 3] = -twists[i, :3, :3] @ point
+        if i >= before:                         # after the six: in the tip's zero frame
+            twists[i] = M_inverse @ twists[i] @ M
+    for array in (held, twists):
+        array.setflags(write=False)
+    return HeldJoints(family, held, before, twists, twists @ twists, slides)
+
+
+def held_values(held, x_seed, lower, upper, neighbours):
+    """The held joints' values to try (V, h): the seed's, the neighbours' (k, m) and, for a
+    single held joint, :data:`GRID` over its ``[lower, upper]`` (a turn when unbounded).
+    """
+    rows = [x_seed[held.held][None], neighbours[:, held.held]]
+    if len(held.held) == 1:
+        j = held.held[0]
+        lo, hi = lower[j], upper[j]
+        if not np.isfinite(lo) or not np.isfinite(hi):
+            lo, hi = x_seed[j] - np.pi, x_seed[j] + np.pi
+        rows.append(np.linspace(lo, hi, GRID)[:, None])
+    return np.concatenate(rows)

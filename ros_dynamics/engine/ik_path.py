@@ -4,12 +4,14 @@
 (:mod:`~ros_dynamics.engine.ik_analytic`) solves every pose in one batched call, all branches
 together; the path then starts on the solution nearest the seed and, pose after pose, takes the
 solution nearest the previous one (each joint moved by whole turns toward it inside its limits).
-Other chains solve pose after pose (:meth:`IKSolver.solve`: numerically, or analytically with
-an end joint held for seven-joint arms), each seeded with the previous solution. Either
-way a path is a success only when every pose is reached within the tolerances and no joint
-moves more than ``max_joint_step`` between consecutive poses: a larger jump means the arm
-would have to change branch (pass a singularity or a limit), and the path fails naming the
-first pose where that happens, with the poses before it solved.
+A chain of more than six joints with a family once the others are held
+(:mod:`~ros_dynamics.engine.ik_held`) tries that, with the held joints at the seed's values all
+along. Other chains, and those where that fails, solve pose after pose
+(:meth:`IKSolver.solve`), each seeded with the previous solution. Either way a path is a
+success only when every pose is reached within the tolerances and no joint moves more than
+``max_joint_step`` between consecutive poses: a larger jump means the arm would have to change
+branch (pass a singularity or a limit), and the path fails naming the first pose where that
+happens, with the poses before it solved.
 """
 from dataclasses import dataclass
 import math
@@ -76,7 +78,7 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     chain = solver.chain(tip_frame)
     active = active_mask(model, chain, active_joints)
     family = solver._family(chain, q_seed, active)
-    held = solver._held_joint(chain) if family is None and active is None else None
+    held = solver._held_joints(chain) if family is None and active is None else None
     if family is None and held is None:
         return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                              orientation_tolerance, step, active_joints, deadline)
@@ -87,26 +89,26 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     if family is not None:
         return _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
                          orientation_tolerance, step)
-    # Seven joints: the held joint stays at the seed's angle all along when it can ...
+    # More than six joints: the held ones stay at the seed's values all along when they can ...
     result = _analytic(model, chain, held, T_root, q_seed, active, position_tolerance,
                        orientation_tolerance, step)
     if result.success:
         return result
-    # ... else pose by pose, where each pose may turn it.
+    # ... else pose by pose, where each pose may move them.
     return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                          orientation_tolerance, step, active_joints, deadline)
 
 
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
-    """The path of a :class:`~ros_dynamics.engine.ik_analytic.Family` (six joints), or of a
-    :class:`~ros_dynamics.engine.ik_held.HeldJoint` with the held joint at the seed's angle.
+    """The path of a :class:`~ros_dynamics.engine.ik_analytic.Family` (six joints), or of
+    :class:`~ros_dynamics.engine.ik_held.HeldJoints` with the held joints at the seed's values.
     Poses are solved :data:`CHUNK` at a time (memory stays bounded on long paths).
     """
     N = len(T)
     x_seed = q_seed[chain.moved]
-    if isinstance(family, ik_held.HeldJoint):
-        method = (f'analytic {family.family.name}, {model.q_names[chain.moved[family.held]]} '
-                  'held')
+    if isinstance(family, ik_held.HeldJoints):
+        joints = ', '.join(model.q_names[i] for i in chain.moved[family.held])
+        method = f'analytic {family.family.name}, {joints} held'
     else:
         method = f'analytic {family.name}'
     X = np.empty((N, 8, len(x_seed)))
@@ -147,10 +149,10 @@ def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
     n = len(T)
     act = np.ones(len(x_seed), dtype=bool) if active is None else active.copy()
     X = np.repeat(x_seed[None], n * 8, axis=0)
-    if isinstance(family, ik_held.HeldJoint):
-        Q, exact = family.solve_path(T, x_seed[family.held])                  # (n, 8, 7)
+    if isinstance(family, ik_held.HeldJoints):
+        Q, exact = family.solve_path(T, x_seed[family.held])                  # (n, 8, m)
         X[:] = Q.reshape(n * 8, -1)
-        act[family.held] = False                 # polishing leaves the held joint alone
+        act[family.held] = False                 # polishing leaves the held joints alone
         family = family.family
     else:
         Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])                  # (n, 8, 6)

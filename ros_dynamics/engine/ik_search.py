@@ -62,7 +62,7 @@ def pose_error(T: ArrayLike, T_target: ArrayLike):
     T, T_target = np.asarray(T, dtype=float), np.asarray(T_target, dtype=float)
     if T.ndim == 2:
         return pose_error(T[None], T_target)[0]
-    e = _PoseError(T_target)(T).copy()
+    e = PoseError(T_target)(T).copy()
     # Near pi the skew part fixes the angle but not the axis: take the full logarithm there.
     far = np.einsum('ij,ij->i', e[:, 3:], e[:, 3:]) > 2.5 ** 2
     if far.any():
@@ -71,7 +71,7 @@ def pose_error(T: ArrayLike, T_target: ArrayLike):
 
 
 def _pose_error_rows():
-    """``M = P + vec(R_target) Q`` (16, 7) of :class:`_PoseError`: ``P`` maps ``vec(T)`` to
+    """``M = P + vec(R_target) Q`` (16, 7) of :class:`PoseError`: ``P`` maps ``vec(T)`` to
     ``-p`` and the constant ``-1/2`` (through ``T[3, 3] = 1``); ``Q`` (9, 112) maps the target's
     rotation to the rows giving ``s / 2`` and ``trace / 2``.
     """
@@ -93,7 +93,7 @@ def _pose_error_rows():
 _POSITION_ROWS, _ROTATION_ROWS = _pose_error_rows()
 
 
-class _PoseError:
+class PoseError:
     """Pose error against one target for a batch of poses in one matrix product.
 
     ``vec(T) M`` gives ``p_target - p``, ``sin(angle) axis`` (half the vector of the skew part
@@ -128,7 +128,7 @@ class Search:
 
     def __init__(self, model, chain, table, T_target, q_seed, w, p_tol, o_tol, position_only,
                  rng, active=None):
-        self.chain, self.error, self.rng_seed = chain, _PoseError(T_target), rng
+        self.chain, self.error, self.rng_seed = chain, PoseError(T_target), rng
         self.T_target = T_target
         #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed.
         self.periodic = chain.periodic
