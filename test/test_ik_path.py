@@ -98,6 +98,35 @@ def test_a_7_dof_arm_follows_a_path_with_its_last_joint_held():
     assert result.max_joint_step < 0.1
 
 
+def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_pose_by_pose():
+    """With Panda's last joint held where the seed has it, the other six lose the target part
+    way along some lines (they pass a singular configuration of their own). The poses before
+    keep that joint; the path goes on pose by pose from there, moving it -- one branch, every
+    pose checked with Pinocchio.
+    """
+    panda = Arm(erd(PANDA), 'panda_hand')
+    model, moved = panda.model, panda.solver.chain('panda_hand').moved
+    lo, hi = model.sampling_lower, model.sampling_upper
+    rng = np.random.default_rng(5)
+    continued = 0
+    for _ in range(10):
+        q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
+        d = rng.normal(size=3)
+        T = line(panda.pose(q0), d / np.linalg.norm(d), 0.099, 100)          # 1 mm steps
+        result = panda.solver.solve_path('panda_hand', T, q0, timeout=5.0)
+        if not (result.success and result.method.startswith('pose by pose')):
+            continue
+        continued += 1
+        held = result.q[:, moved[6]]
+        k = int(np.argmax(held != q0[moved[6]]))                # the first pose that moves it
+        assert k >= 1 and np.all(held[:k] == q0[moved[6]])
+        assert 'analytic spherical_wrist, panda_joint7 held' in result.method
+        for q, T_n in zip(result.q, T):
+            assert np.abs(panda.pose(q) - T_n).max() < 1e-5
+        assert np.abs(np.diff(result.q, axis=0)).max() <= 0.5
+    assert continued >= 2
+
+
 @pytest.mark.parametrize('targets, error, match', [
     (np.eye(4), ShapeError, r'\(N, 4, 4\)'),
     (np.zeros((0, 4, 4)), ShapeError, r'\(N, 4, 4\)'),

@@ -94,9 +94,9 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
                        orientation_tolerance, step)
     if result.success:
         return result
-    # ... else pose by pose, where each pose may move them.
+    # ... else pose by pose from the first pose they cannot reach, where each pose may move them.
     return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
-                         orientation_tolerance, step, active_joints, deadline)
+                         orientation_tolerance, step, active_joints, deadline, result)
 
 
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
@@ -187,11 +187,14 @@ def _follow(X, ok, x_seed, lower, upper, step):
     (N, m), the poses followed, the failure's message ('' if none) and the largest step.
 
     The first pose takes the solution nearest the seed (moved by turns inside the limits);
-    then each pose the solution nearest the previous one, all of them at once: the moves
-    between every pair of consecutive solutions (each joint by the nearest turn) give each
-    solution its nearest successor, and the branch is read off those. When the angles so
-    followed leave a joint's limits (a joint of a turn or more of range crossing a turn), the
-    path is followed again pose by pose, each solution moved by turns inside the limits.
+    then each pose the solution nearest the previous one, all of them at once: nearest in
+    ``sum_j 1 - cos(b_j - a_j)`` over the joints (half the squared chord distance, blind to
+    whole turns), whose ``sum_j cos(b_j - a_j) = [cos a, sin a] . [cos b, sin b]`` makes every
+    pair of consecutive poses' solutions one small matrix product; the branch is read off
+    those, and its largest joint move (each joint by the nearest turn) checked against
+    ``step``. When the angles so followed leave a joint's limits (a joint of a turn or more of
+    range crossing a turn), the path is followed again pose by pose, each solution moved by
+    turns inside the limits.
     """
     N = len(X)
     path = np.empty((N, X.shape[2]))
@@ -203,40 +206,35 @@ def _follow(X, ok, x_seed, lower, upper, step):
     moves[~usable] = np.inf
     s = int(np.argmin(moves))
     path[0] = first[s]
-    # Largest joint move (N-1, from, to) between the solutions of consecutive poses, each
-    # joint by its nearest turn: the arccosine of the least cos(b - a) = cos a cos b +
-    # sin a sin b over the joints (no wrapping of differences); a CHUNK of poses at a time.
-    D = np.empty((N - 1, 8, 8))
-    # (m, N, 8), contiguous: the products come out in that layout, and the least over the
-    # first axis is then a fast elementwise minimum (over the last, a slow one).
-    Xt = np.ascontiguousarray(np.moveaxis(X, 2, 0))
-    C, S = np.cos(Xt), np.sin(Xt)
+    # Per pair of consecutive poses (N-1, from, to): sum_j cos(b_j - a_j), -inf where the
+    # next solution is not one; a CHUNK of poses at a time (bounded temporaries).
+    similar = np.empty((N - 1, 8, 8))
     for start in range(0, N - 1, CHUNK):
-        part = slice(start, min(start + CHUNK, N - 1))
-        after = slice(start + 1, part.stop + 1)
-        cos = C[:, after, None] * C[:, part, :, None]
-        cos += S[:, after, None] * S[:, part, :, None]
-        D[part] = np.arccos(np.clip(cos.min(axis=0), -1.0, 1.0))
-    D[~np.broadcast_to(ok[1:, None, :], D.shape)] = np.inf
-    to, move = D.argmin(axis=2).tolist(), D.min(axis=2).tolist()
-    del D
-    branch, solved, message, largest = [s], N, '', 0.0
+        stop = min(start + CHUNK, N - 1)
+        part = X[start:stop + 1]
+        CS = np.concatenate([np.cos(part), np.sin(part)], axis=2)           # (n + 1, 8, 2m)
+        np.matmul(CS[:-1], CS[1:].transpose(0, 2, 1), out=similar[start:stop])
+    similar[~np.broadcast_to(ok[1:, None, :], similar.shape)] = -np.inf
+    to, reachable = similar.argmax(axis=2).tolist(), (similar > -np.inf).any(axis=2).tolist()
+    del similar
+    branch, solved, message = [s], N, ''
     for n in range(N - 1):
-        nxt, d = to[n][s], move[n][s]
-        if d > step:
-            solved = n + 1
-            message = _why(n + 1, ok[n + 1]) if d == np.inf else (
-                f'pose {n + 1}: the branch must change (the nearest solution moves a joint '
-                f'{d:.3g}, more than max_joint_step {step:g})')
+        if not reachable[n][s]:
+            solved, message = n + 1, _why(n + 1, ok[n + 1])
             break
-        largest = max(largest, d)
-        branch.append(nxt)
-        s = nxt
-    rows = np.arange(len(branch))
-    chosen = X[rows, branch]                            # (solved, m)
+        s = to[n][s]
+        branch.append(s)
+    chosen = X[np.arange(len(branch)), branch]                          # (solved, m)
     steps = np.diff(chosen, axis=0)
     steps -= _TURN * np.round(steps / _TURN)
-    path[1:solved] = path[0] + np.cumsum(steps, axis=0)
+    jumps = np.abs(steps).max(axis=1) if len(steps) else np.zeros(0)
+    over = np.flatnonzero(jumps > step)
+    if len(over):
+        n = int(over[0]) + 1
+        solved, message = n, (f'pose {n}: the branch must change (the nearest solution moves a '
+                              f'joint {jumps[n - 1]:.3g}, more than max_joint_step {step:g})')
+    largest = float(jumps[:solved - 1].max()) if solved > 1 else 0.0
+    path[1:solved] = path[0] + np.cumsum(steps[:solved - 1], axis=0)
     if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
         return path, solved, message, largest
     return _follow_in_limits(X, ok, x_seed, lower, upper, step)
@@ -271,12 +269,22 @@ def _why(n, ok):
 _TURN = 2.0 * math.pi
 
 
-def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline):
+def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline,
+                  start=None):
+    """The path solved pose after pose, each seeded with the previous answer; after the poses
+    a :class:`PathResult` ``start`` solved (kept as they are), if given.
+    """
     N = len(T)
     q = np.repeat(q_seed[None], N, axis=0)
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     prev, largest, message, solved, methods = q_seed, 0.0, '', N, set()
-    for n in range(N):
+    first = start.solved if start is not None else 0
+    if first:
+        q[:first], pe[:first], oe[:first] = (start.q[:first], start.position_error[:first],
+                                             start.orientation_error[:first])
+        prev, largest = q[first - 1], start.max_joint_step
+        methods.add(start.method)
+    for n in range(first, N):
         left = deadline - time.monotonic()
         if left <= 0:
             message, solved = f'pose {n}: the time budget ran out', n

@@ -47,8 +47,11 @@ def rotate(k, theta, v):
     kx, ky, kz = k.tolist()
     Kt = np.array([[0.0, kz, -ky], [-kz, 0.0, kx], [ky, -kx, 0.0]])     # K^T: v @ Kt = k x v
     theta = np.asarray(theta, dtype=float)[..., None]
-    Kv = v @ Kt
-    return v + np.sin(theta) * Kv + (1.0 - np.cos(theta)) * (Kv @ Kt)
+    v = np.asarray(v, dtype=float)
+    flat = v.reshape(-1, 3)                     # one (n, 3) x (3, 3) product, not n of (1, 3)
+    Kv = flat @ Kt
+    KKv = (Kv @ Kt).reshape(v.shape)
+    return v + np.sin(theta) * Kv.reshape(v.shape) + (1.0 - np.cos(theta)) * KKv
 
 
 def _dot(a, b):
