@@ -71,7 +71,7 @@ def sp4(h, p, k, d):
     ``exact`` (...): whether they solve it (else the one angle nearest to it, twice).
     """
     hk, kp = _dot(h, k), _dot(k, p)
-    a = _dot(h, cross(k, p))                     # the sine's coefficient
+    a = _dot(cross(h, k), p)                     # the sine's, h . (k x p) = (h x k) . p
     b = _dot(h, p) - hk * kp                     # the cosine's
     c = np.asarray(d, dtype=float) - hk * kp     # a sin + b cos = c
     r = np.hypot(a, b)
