@@ -73,6 +73,27 @@ def test_a_seed_near_the_answer_gives_the_nearby_solution():
         assert np.abs(result.q - seed).max() < 0.25
 
 
+def test_a_seed_that_already_reaches_the_target_is_the_answer():
+    """Baxter's arm (numerical: no six of its joints form an analytic family) asked for where
+    it is: the seed comes back without a search. A seed beyond a joint limit is not an answer,
+    however well it reaches.
+    """
+    model = load(erd('baxter_description/urdf/baxter.urdf'))
+    solver = IKSolver(model)
+    moved = solver.chain('left_gripper').moved
+    q = model.middle_configuration()
+    q[moved] += 0.3
+    T = model.frame_pose(q, 'left_gripper')
+    result = solver.solve('left_gripper', T, q)
+    assert result.success and result.method == 'numerical'
+    assert result.iterations == 0 and np.array_equal(result.q, q)
+    assert result.position_error < 1e-12 and result.orientation_error < 1e-7
+    beyond = q.copy()
+    beyond[moved[0]] = model.upper_limits[moved[0]] + 0.05
+    result = solver.solve('left_gripper', model.frame_pose(beyond, 'left_gripper'), beyond)
+    assert np.all(result.q >= model.lower_limits) and np.all(result.q <= model.upper_limits)
+
+
 def test_redundancy_is_resolved_toward_the_seed():
     model = load(erd(PANDA))
     solver = IKSolver(model)

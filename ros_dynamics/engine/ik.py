@@ -20,7 +20,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held, kinematics
 from .exceptions import InvalidInputError
-from .ik_answers import IKResult, analytic_result, held_result
+from .ik_answers import IKResult, analytic_result, held_result, seed_result
 from .ik_chain import Chain
 from .ik_path import PathResult, solve_path
 from .ik_requests import active_mask, check_request, seconds
@@ -144,6 +144,11 @@ class IKSolver:
                                        orientation_tolerance, max_solutions, deadline)
             if result is not None:
                 return result
+            if (max_solutions or 1) == 1:
+                result = seed_result(model, chain, T_target, q_seed, position_tolerance,
+                                     orientation_tolerance)
+                if result is not None:
+                    return result
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
         return _result(search, deadline, q_seed, int(max_solutions or 1))

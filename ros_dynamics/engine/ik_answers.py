@@ -267,6 +267,21 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
                     solutions=list(qs), method=method)
 
 
+def seed_result(model, chain, T_target, q_seed, p_tol, o_tol):
+    """The seed as the answer when it already reaches ``T_target`` within the tolerances from
+    inside the joint limits (a robot asked for where it is): one forward kinematics instead
+    of a search; else None.
+    """
+    x = q_seed[chain.moved]
+    if not np.all((x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])):
+        return None
+    p_err, o_err = _errors_one(chain.pose(x), T_target)
+    if p_err > p_tol or o_err > o_tol:
+        return None
+    return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1,
+                    'converged: the seed already reaches the target', solutions=[q_seed.copy()])
+
+
 def _errors_one(T, T_target):
     """Position error [m] and rotation angle [rad] of ``T`` against ``T_target`` (4, 4)."""
     dx, dy, dz = (T_target[:3, 3] - T[:3, 3]).tolist()
