@@ -381,6 +381,36 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
     assert one >= 28 and several >= 30 and kept >= 15
 
 
+def test_a_held_slide_is_never_moved_by_a_turn():
+    """TIAGo's torso slides ([0, 0.35] m): a target reached only with it 2 pi metres up is out
+    of reach -- solves and paths fail honestly, not 'solved' with the torso moved by a turn as
+    an angle would be. Without a seed table, several solutions asked for fall to the numerical
+    search (no neighbours to hold the torso at).
+    """
+    arm = Arm(erd(TIAGO), 'arm_tool_link')
+    model = arm.model
+    torso = model.q_names.index('torso_lift_joint')
+    rng = np.random.default_rng(19)
+    q = arm.random_q(rng)
+    q[torso] = 0.1 + 2 * np.pi
+    T = arm.pose(q)
+    seed = q.copy()
+    seed[model.q_names.index('arm_4_joint')] += 0.05
+    for max_solutions in (1, None, 5):
+        result = arm.solver.solve('arm_tool_link', T, seed, max_solutions=max_solutions,
+                                  timeout=0.05)
+        assert not result.success and result.position_error > 1.0
+    path = arm.solver.solve_path('arm_tool_link', np.stack([T, T]), seed, timeout=0.2)
+    assert not path.success and path.solved == 0
+    T = arm.pose(arm.random_q(rng))
+    result = IKSolver(model).solve('arm_tool_link', T, arm.random_q(rng), max_solutions=20,
+                                   timeout=1.0)
+    assert result.success and result.method == 'numerical'
+    for q in result.solutions:
+        assert_solves(arm, q, T, 1e-5)
+        assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+
+
 def test_held_joints_are_taken_out_before_classifying():
     """The UR5 with its last joint held has 5 joints left: numerical."""
     ur5 = load(erd(UR5))

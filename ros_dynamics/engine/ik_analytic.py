@@ -345,16 +345,22 @@ def gauss_newton_step(X, JT, e, active):
         X[:, active] += (np.linalg.pinv(J) @ e[..., None])[..., 0]
 
 
-def in_limits(X, x_seed, lower, upper):
+def in_limits(X, x_seed, lower, upper, turning=None):
     """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
-    (m,) inside ``[lower, upper]`` (m,), and which rows (B,) could all be brought inside.
+    (m,) inside ``[lower, upper]`` (m,) -- only where ``turning`` (m, bool; default: all) says
+    the joint is an angle, a slide must be inside as it is -- and which rows (B,) could all be
+    brought inside.
     """
     turn = 2.0 * np.pi
     k0 = np.round((x_seed - X) / turn)
+    if turning is not None:
+        k0 = np.where(turning, k0, 0.0)
     best = np.full_like(X, np.nan)
     for dk in (0.0, -1.0, 1.0):
         v = X + (k0 + dk) * turn
         fits = (v >= lower) & (v <= upper) & np.isnan(best)
+        if dk and turning is not None:
+            fits &= turning
         best[fits] = v[fits]
     return best, ~np.isnan(best).any(axis=1)
 

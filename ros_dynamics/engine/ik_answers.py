@@ -66,7 +66,7 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         # The nearest configuration, moved into the limits (by turns, else clipped).
         k = int(np.argmin(p_err + o_err))
         lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper)[0][0]
+        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper, chain.turning)[0][0]
         x = np.clip(np.where(np.isnan(x), X[k], x), lower, upper)
         q = q_seed.copy()
         q[chain.moved] = x
@@ -107,6 +107,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
     neighbours = table.nearest(T_target, 8) if table is not None else x_seed[None][:0]
     values = ik_held.held_values(held, x_seed, lower, upper, neighbours)[1:]
+    if not len(values):                         # several joints held and no seed table
+        return None
     return _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
                     method)
 
@@ -195,7 +197,7 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):
     """
     x_seed = q_seed[chain.moved]
     X, inside = ik_analytic.in_limits(X, x_seed, model.lower_limits[chain.moved],
-                                      model.upper_limits[chain.moved])
+                                      model.upper_limits[chain.moved], chain.turning)
     if not inside.any():
         return None
     X, p_err, o_err = X[inside], p_err[inside], o_err[inside]
@@ -237,7 +239,7 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     inside the limits, or the best one's error is above a tolerance.
     """
     x_seed = q_seed[chain.moved].tolist()
-    limits = chain.limit_pairs
+    limits = chain.float_limits
     ranked = []
     for candidate in candidates:
         x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
@@ -292,14 +294,16 @@ def _errors_one(T, T_target):
 
 def _turned_into_limits(q, x_seed, limits):
     """``q`` (floats) with each angle moved by the whole turns nearest its seed (``x_seed``)
-    inside its ``limits`` ((lower, upper) pairs; as
-    :func:`~ros_dynamics.engine.ik_analytic.in_limits`), or None.
+    inside its ``limits`` ((lower, upper, turning) triples; as
+    :func:`~ros_dynamics.engine.ik_analytic.in_limits`), a slide inside as it is, or None.
     """
     out = []
-    for x, seed, (lower, upper) in zip(q, x_seed, limits):
-        if lower <= x <= upper and -math.pi < x - seed <= math.pi:     # the common case
-            out.append(x)
+    for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
+        if lower <= x <= upper and (not turning or -math.pi < x - seed <= math.pi):
+            out.append(x)                                            # the common case
             continue
+        if not turning:
+            return None
         k = round((seed - x) / _TURN)
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN

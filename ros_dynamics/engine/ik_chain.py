@@ -69,10 +69,12 @@ class Chain:
         self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
         self.mimic_rows = columns[:, moved_v].T.copy()             # (m, n_chain)
         moved = self.moved
-        #: The moved joints' (lower, upper) limits [rad or m] as Python floats, for code that
-        #: works on one configuration in floats.
-        self.limit_pairs = tuple(zip(model.lower_limits[moved].tolist(),
-                                     model.upper_limits[moved].tolist()))
+        #: Which moved joints are angles (a solution may move them by whole turns), not slides.
+        self.turning = np.array(model.angular_joints[moved], dtype=bool)
+        #: The moved joints' (lower, upper) limits [rad or m] and whether they turn, as Python
+        #: values, for code that works on one configuration in floats.
+        self.float_limits = tuple(zip(model.lower_limits[moved].tolist(),
+                                      model.upper_limits[moved].tolist(), self.turning.tolist()))
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
         self.clip_upper = np.array(model.upper_limits[moved])
@@ -90,7 +92,7 @@ class Chain:
         #: the seed.
         self.periodic = model.angular_joints & np.isinf(model.lower_limits)
         for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement,
-                      self.periodic):
+                      self.periodic, self.turning):
             array.setflags(write=False)
 
     def wrap(self, X):

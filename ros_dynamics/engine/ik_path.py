@@ -118,8 +118,8 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         part = slice(start, start + CHUNK)
         X[part], ok[part], snapped = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                                 o_tol, check=False)
-    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-    path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
+    limits = model.lower_limits[chain.moved], model.upper_limits[chain.moved], chain.turning
+    path, solved, message, largest = _follow(X, ok, x_seed, limits, step)
     pe, oe = _errors(chain, path, T, solved)
     if not snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
         # A branch flagged exact but off (rounding at a singularity): check every branch.
@@ -127,7 +127,7 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
             part = slice(start, start + CHUNK)
             X[part], ok[part], _ = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                               o_tol, check=True)
-        path, solved, message, largest = _follow(X, ok, x_seed, lower, upper, step)
+        path, solved, message, largest = _follow(X, ok, x_seed, limits, step)
         pe, oe = _errors(chain, path, T, solved)
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
@@ -182,9 +182,11 @@ def _within(chain, X, T_rows, p_tol, o_tol):
     return (p_err <= p_tol) & (o_err <= o_tol)
 
 
-def _follow(X, ok, x_seed, lower, upper, step):
-    """One branch through the solutions ``X`` (N, S, m) where ``ok`` (N, S): the path
-    (N, m), the poses followed, the failure's message ('' if none) and the largest step.
+def _follow(X, ok, x_seed, limits, step):
+    """One branch through the solutions ``X`` (N, S, m) where ``ok`` (N, S), inside
+    ``limits`` (lower (m,), upper (m,), turning (m,): as
+    :func:`~ros_dynamics.engine.ik_analytic.in_limits`): the path (N, m), the poses followed,
+    the failure's message ('' if none) and the largest step.
 
     The first pose takes the solution nearest the seed (moved by turns inside the limits);
     then each pose the solution nearest the previous one, all of them at once: nearest in
@@ -198,7 +200,8 @@ def _follow(X, ok, x_seed, lower, upper, step):
     """
     N = len(X)
     path = np.empty((N, X.shape[2]))
-    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper)
+    lower, upper, turning = limits
+    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper, turning)
     usable = ok[0] & inside
     if not usable.any():
         return path, 0, _why(0, ok[0]), 0.0
@@ -226,7 +229,7 @@ def _follow(X, ok, x_seed, lower, upper, step):
         branch.append(s)
     chosen = X[np.arange(len(branch)), branch]                          # (solved, m)
     steps = np.diff(chosen, axis=0)
-    steps -= _TURN * np.round(steps / _TURN)
+    steps -= _TURN * np.round(steps / _TURN) * turning
     jumps = np.abs(steps).max(axis=1) if len(steps) else np.zeros(0)
     over = np.flatnonzero(jumps > step)
     if len(over):
@@ -237,16 +240,16 @@ def _follow(X, ok, x_seed, lower, upper, step):
     path[1:solved] = path[0] + np.cumsum(steps[:solved - 1], axis=0)
     if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
         return path, solved, message, largest
-    return _follow_in_limits(X, ok, x_seed, lower, upper, step)
+    return _follow_in_limits(X, ok, x_seed, limits, step)
 
 
-def _follow_in_limits(X, ok, x_seed, lower, upper, step):
+def _follow_in_limits(X, ok, x_seed, limits, step):
     """:func:`_follow` pose by pose, each solution moved by turns inside the limits."""
     N = len(X)
     path = np.empty((N, X.shape[2]))
     prev, largest = x_seed, 0.0
     for n in range(N):
-        shifted, inside = ik_analytic.in_limits(X[n], prev, lower, upper)
+        shifted, inside = ik_analytic.in_limits(X[n], prev, *limits)
         usable = ok[n] & inside
         if not usable.any():
             return path, n, _why(n, ok[n]), largest
