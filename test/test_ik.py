@@ -85,7 +85,7 @@ def test_a_seed_that_already_reaches_the_target_is_the_answer():
     q[moved] += 0.3
     T = model.frame_pose(q, 'left_gripper')
     result = solver.solve('left_gripper', T, q)
-    assert result.success and result.method == 'numerical'
+    assert result.success and result.method == 'seed'
     assert result.iterations == 0 and np.array_equal(result.q, q)
     assert result.position_error < 1e-12 and result.orientation_error < 1e-7
     beyond = q.copy()

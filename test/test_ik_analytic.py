@@ -381,6 +381,35 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
     assert one >= 28 and several >= 30 and kept >= 15
 
 
+@pytest.mark.parametrize('relative, tip', [
+    (PANDA, 'panda_hand'), ('xarm_description/urdf/xarm7.urdf', 'link_eef'),
+    (TALOS, 'gripper_left_base_link'), (TIAGO, 'arm_tool_link')],
+    ids=['panda', 'xarm7', 'talos', 'tiago'])
+def test_a_held_joint_arm_asked_for_where_it_is_stays_there(relative, tip):
+    """Singular configurations (a joint at 0 or +-pi/2) and joints at their limits, where no
+    branch of the six need be the seed: the seed itself is the answer, with or without a seed
+    table; and a path starting there starts there.
+    """
+    arm = Arm(erd(relative), tip)
+    model, moved = arm.model, arm.solver.chain(tip).moved
+    rng = np.random.default_rng(20)
+    for k in range(30):
+        if k == 15:
+            arm.solver.prepare(tip)
+        q = arm.random_q(rng)
+        j = moved[int(rng.integers(len(moved)))]
+        q[j] = rng.choice([0.0, np.pi / 2, -np.pi / 2, model.lower_limits[j],
+                           model.upper_limits[j]])
+        q = np.clip(q, model.lower_limits, model.upper_limits)
+        T = arm.pose(q)
+        result = arm.solver.solve(tip, T, q)
+        assert result.success and result.method == 'seed'
+        np.testing.assert_array_equal(result.q, q)
+        path = arm.solver.solve_path(tip, np.stack([T, T]), q)
+        assert path.success
+        assert np.abs(path.q[0] - q).max() < 1e-6, path.method
+
+
 def test_a_held_slide_is_never_moved_by_a_turn():
     """TIAGo's torso slides ([0, 0.35] m): a target reached only with it 2 pi metres up is out
     of reach -- solves and paths fail honestly, not 'solved' with the torso moved by a turn as

@@ -98,6 +98,35 @@ def test_a_7_dof_arm_follows_a_path_with_its_last_joint_held():
     assert result.max_joint_step < 0.1
 
 
+def test_a_path_with_a_continuous_witness_is_followed_within_its_bound(ur5):
+    """Lines in joint space near the UR5's singular values (a joint at 0, +-pi/2 or pi) with
+    every step within the bound: the path of their poses exists, so solve_path must follow it
+    within the bound (whatever solution its table picks first), every pose checked with
+    Pinocchio.
+    """
+    model, moved = ur5.model, ur5.solver.chain('tool0').moved
+    rng = np.random.default_rng(5)
+    followed = 0
+    for _ in range(150):
+        q = ur5.random_q(rng)
+        x = q[moved]
+        x[int(rng.integers(6))] = rng.choice([0.0, np.pi, np.pi / 2, -np.pi / 2]) + \
+            rng.normal(0, 0.02)
+        n, step = int(rng.integers(5, 60)), float(rng.choice([0.02, 0.05, 0.1]))
+        Q = np.repeat(q[None], n, axis=0)
+        Q[:, moved] = x + np.linspace(-1, 1, n)[:, None] * rng.normal(0, 0.05, 6)
+        if np.any(Q < model.lower_limits) or np.any(Q > model.upper_limits) or \
+                np.abs(np.diff(Q, axis=0)).max() > step:
+            continue
+        T = np.stack([ur5.pose(q) for q in Q])
+        result = ur5.solver.solve_path('tool0', T, Q[0], max_joint_step=step)
+        assert result.success, result.message
+        check_path(ur5, result.q, T, 1e-8)
+        assert np.abs(np.diff(result.q, axis=0)).max() <= step
+        followed += 1
+    assert followed >= 100
+
+
 def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_pose_by_pose():
     """With Panda's last joint held where the seed has it, the other six lose the target part
     way along some lines (they pass a singular configuration of their own). The poses before

@@ -22,8 +22,9 @@ class IKResult:
     tolerance; position_error [m], orientation_error [rad] of ``q``; iterations: over all
     attempts; attempts: seeds tried; timed_out: the deadline stopped the search; message;
     solutions: distinct converged configurations ranked by distance to the seed (``q`` first);
-    method: what answered -- ``'analytic <family>'`` (:mod:`~ros_dynamics.engine.ik_analytic`)
-    or ``'numerical'``.
+    method: what answered -- ``'analytic <family>'`` (:mod:`~ros_dynamics.engine.ik_analytic`;
+    ``'analytic <family>, <joints> held'``, :mod:`~ros_dynamics.engine.ik_held`), ``'seed'``
+    (one answer asked for, and the seed already reaches the target) or ``'numerical'``.
     """
 
     q: np.ndarray
@@ -84,17 +85,22 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     (:mod:`.ik_held`), inside the limits and tolerances, as an :class:`IKResult` nearest the
     seed first: with the held joints at their values in the seed (they then stay where they
     are) or in one of the seed table's configurations nearest the target (one of them nearly
-    reaches it already), one after the other, nearest the target first (:func:`_held_order`),
-    before the ``deadline`` (monotonic clock). Asked for several solutions (``max_solutions``
-    above 1), at the seed's values, then at the neighbours' values and a grid in one batched
-    call. None when there is none (the numerical search then tries).
+    reaches it already), one after the other (:func:`_held_order`), before the ``deadline``
+    (monotonic clock) -- the seed itself when it already reaches the target (at a singular
+    configuration no branch of the six need be the seed). Asked for several solutions
+    (``max_solutions`` above 1), at the seed's values, then at the neighbours' values and a grid
+    in one batched call. None when there is none (the numerical search then tries).
     """
     x_seed = q_seed[chain.moved]
     joints = ', '.join(model.q_names[i] for i in chain.moved[held.held])
     method = f'analytic {held.family.name}, {joints} held'
     several = max_solutions is not None and max_solutions > 1
     if not several:
-        for values in _held_order(chain, held, table, T_target, x_seed):
+        T_seed = chain.pose(x_seed)
+        result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
+        if result is not None:
+            return result
+        for values in _held_order(held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                max_solutions, method)
             if result is not None or time.monotonic() >= deadline:
@@ -117,19 +123,22 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
 NEIGHBOURS = 4
 
 
-def _held_order(chain, held, table, T_target, x_seed):
-    """The held joints' values (tuples of floats) one answer tries: the seed's and its
-    :data:`NEIGHBOURS` seed-table neighbours', in the order of how near their configuration
-    puts the tip to the target (a warm seed first; a seed far from the target after the first
-    neighbour).
+def _held_order(held, table, T_target, x_seed, T_seed):
+    """The held joints' values (tuples of floats) one answer tries. A seed whose pose
+    ``T_seed`` (4, 4) is near the target -- within twice the farthest of the :data:`NEIGHBOURS`
+    seed-table neighbours' feature distance (measured on Panda, xArm7 and TALOS: seeds 0.15
+    rad from the target's configuration are within 1.7 times it nine times in ten, random seeds
+    beyond 2.8 times it nine times in ten) -- tries only its own: where they fail, the
+    numerical search from the seed stays near it, which a neighbour's need not. Another seed
+    tries the neighbours' values, then its own.
     """
     seed = tuple(x_seed[held.held].tolist())
     if table is None:
         return [seed]
     neighbours, d2 = table.nearest(T_target, NEIGHBOURS, distances=True)
-    values = [tuple(v) for v in neighbours[:, held.held].tolist()]
-    at = int(np.searchsorted(d2, feature_distance2(chain.pose(x_seed), T_target)))
-    return values[:at] + [seed] + values[at:]
+    if feature_distance2(T_seed, T_target) <= 4.0 * d2[-1]:
+        return [seed]
+    return [tuple(v) for v in neighbours[:, held.held].tolist()] + [seed]
 
 
 def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
@@ -269,19 +278,19 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
                     solutions=list(qs), method=method)
 
 
-def seed_result(model, chain, T_target, q_seed, p_tol, o_tol):
-    """The seed as the answer when it already reaches ``T_target`` within the tolerances from
-    inside the joint limits (a robot asked for where it is): one forward kinematics instead
-    of a search; else None.
+def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None):
+    """The seed as the answer (``method`` 'seed') when it already reaches ``T_target`` within
+    the tolerances from inside the joint limits (a robot asked for where it is): one forward
+    kinematics (``T_seed`` (4, 4) when known) instead of a solve; else None.
     """
     x = q_seed[chain.moved]
     if not np.all((x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])):
         return None
-    p_err, o_err = _errors_one(chain.pose(x), T_target)
+    p_err, o_err = _errors_one(chain.pose(x) if T_seed is None else T_seed, T_target)
     if p_err > p_tol or o_err > o_tol:
         return None
-    return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1,
-                    'converged: the seed already reaches the target', solutions=[q_seed.copy()])
+    return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1, 'the seed already reaches the '
+                    'target', solutions=[q_seed.copy()], method='seed')
 
 
 def _errors_one(T, T_target):

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
+from .ik_answers import seed_result
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -119,7 +120,13 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         X[part], ok[part], snapped = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                                 o_tol, check=False)
     limits = model.lower_limits[chain.moved], model.upper_limits[chain.moved], chain.turning
-    path, solved, message, largest = _follow(X, ok, x_seed, limits, step)
+    # With joints held, a seed that reaches the first pose is its solution (at a singular
+    # configuration of the six no branch need be the seed; where the next pose has none near
+    # it, the path goes on pose by pose): one more candidate there.
+    at_seed = isinstance(family, ik_held.HeldJoints) and seed_result(
+        model, chain, T[0], q_seed, p_tol, o_tol) is not None
+    path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
+                                             limits, step)
     pe, oe = _errors(chain, path, T, solved)
     if not snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
         # A branch flagged exact but off (rounding at a singularity): check every branch.
@@ -127,7 +134,8 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
             part = slice(start, start + CHUNK)
             X[part], ok[part], _ = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                               o_tol, check=True)
-        path, solved, message, largest = _follow(X, ok, x_seed, limits, step)
+        path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
+                                                 limits, step)
         pe, oe = _errors(chain, path, T, solved)
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
@@ -139,6 +147,18 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
 
 #: Poses solved together by an analytic path (bounds the memory of long paths).
 CHUNK = 1024
+
+
+def _with_seed(X, ok, x_seed, at_seed):
+    """The solutions ``X`` (N, S, m) and which to use ``ok`` (N, S), with the seed (m,) as one
+    more solution of the first pose when ``at_seed``.
+    """
+    if not at_seed:
+        return X, ok
+    X = np.concatenate([X, np.broadcast_to(x_seed, (len(X), 1, len(x_seed)))], axis=1)
+    ok = np.concatenate([ok, np.zeros((len(ok), 1), dtype=bool)], axis=1)
+    ok[0, -1] = True
+    return X, ok
 
 
 def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
@@ -194,9 +214,10 @@ def _follow(X, ok, x_seed, limits, step):
     whole turns), whose ``sum_j cos(b_j - a_j) = [cos a, sin a] . [cos b, sin b]`` makes every
     pair of consecutive poses' solutions one small matrix product; the branch is read off
     those, and its largest joint move (each joint by the nearest turn) checked against
-    ``step``. When the angles so followed leave a joint's limits (a joint of a turn or more of
-    range crossing a turn), the path is followed again pose by pose, each solution moved by
-    turns inside the limits.
+    ``step``: where it is above, the solution of least largest move is taken there instead,
+    and the path stops when that one is above too. When the angles so followed leave a joint's
+    limits (a joint of a turn or more of range crossing a turn), the path is followed again
+    pose by pose, each solution moved by turns inside the limits.
     """
     N = len(X)
     path = np.empty((N, X.shape[2]))
@@ -211,7 +232,7 @@ def _follow(X, ok, x_seed, limits, step):
     path[0] = first[s]
     # Per pair of consecutive poses (N-1, from, to): sum_j cos(b_j - a_j), -inf where the
     # next solution is not one; a CHUNK of poses at a time (bounded temporaries).
-    similar = np.empty((N - 1, 8, 8))
+    similar = np.empty((N - 1, X.shape[1], X.shape[1]))
     for start in range(0, N - 1, CHUNK):
         stop = min(start + CHUNK, N - 1)
         part = X[start:stop + 1]
@@ -220,27 +241,52 @@ def _follow(X, ok, x_seed, limits, step):
     similar[~np.broadcast_to(ok[1:, None, :], similar.shape)] = -np.inf
     to, reachable = similar.argmax(axis=2).tolist(), (similar > -np.inf).any(axis=2).tolist()
     del similar
-    branch, solved, message = [s], N, ''
-    for n in range(N - 1):
-        if not reachable[n][s]:
-            solved, message = n + 1, _why(n + 1, ok[n + 1])
+    branch = [s]
+    while True:
+        # Read the branch off the table from its last solution ...
+        solved, message = N, ''
+        for n in range(len(branch) - 1, N - 1):
+            if not reachable[n][branch[-1]]:
+                solved, message = n + 1, _why(n + 1, ok[n + 1])
+                break
+            branch.append(to[n][branch[-1]])
+        steps = _moves(X, branch, turning)
+        jumps = np.abs(steps).max(axis=1)
+        over = np.flatnonzero(jumps > step)
+        if not len(over):
             break
-        s = to[n][s]
-        branch.append(s)
-    chosen = X[np.arange(len(branch)), branch]                          # (solved, m)
-    steps = np.diff(chosen, axis=0)
-    steps -= _TURN * np.round(steps / _TURN) * turning
-    jumps = np.abs(steps).max(axis=1) if len(steps) else np.zeros(0)
-    over = np.flatnonzero(jumps > step)
-    if len(over):
-        n = int(over[0]) + 1
-        solved, message = n, (f'pose {n}: the branch must change (the nearest solution moves a '
-                              f'joint {jumps[n - 1]:.3g}, more than max_joint_step {step:g})')
-    largest = float(jumps[:solved - 1].max()) if solved > 1 else 0.0
-    path[1:solved] = path[0] + np.cumsum(steps[:solved - 1], axis=0)
+        # ... and where its move is above the bound, take the solution of least largest joint
+        # move there (the table's pick need not be it), else the path stops there.
+        n = int(over[0])
+        moves = X[n + 1] - X[n, branch[n]]
+        moves -= _TURN * np.round(moves / _TURN) * turning
+        largest = np.where(ok[n + 1], np.abs(moves).max(axis=1), np.inf)
+        k = int(np.argmin(largest))
+        del branch[n + 1:]
+        if largest[k] > step:
+            solved, message = n + 1, (
+                f'pose {n + 1}: the branch must change (the nearest solution moves a joint '
+                f'{largest[k]:.3g}, more than max_joint_step {step:g})')
+            break
+        branch.append(k)
+    if len(steps) != len(branch) - 1:                  # the branch was cut
+        steps = _moves(X, branch, turning)
+        jumps = np.abs(steps).max(axis=1)
+    largest = float(jumps.max()) if len(jumps) else 0.0
+    path[1:solved] = path[0] + np.cumsum(steps, axis=0)
     if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
         return path, solved, message, largest
     return _follow_in_limits(X, ok, x_seed, limits, step)
+
+
+def _moves(X, branch, turning):
+    """The joint moves (len(branch) - 1, m) along ``branch`` (a solution index per pose) of
+    ``X`` (N, S, m), angles by the nearest turn.
+    """
+    chosen = X[np.arange(len(branch)), branch]
+    steps = np.diff(chosen, axis=0)
+    steps -= _TURN * np.round(steps / _TURN) * turning
+    return steps
 
 
 def _follow_in_limits(X, ok, x_seed, limits, step):
@@ -275,13 +321,17 @@ _TURN = 2.0 * math.pi
 def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline,
                   start=None):
     """The path solved pose after pose, each seeded with the previous answer; after the poses
-    a :class:`PathResult` ``start`` solved (kept as they are), if given.
+    a :class:`PathResult` ``start`` solved (kept as they are), if given -- a held-joint path
+    that failed: then by the numerical search (weights given), which moves the held joints,
+    where the held-joint solve would hold them at the previous answer's values, as the failed
+    path did.
     """
     N = len(T)
     q = np.repeat(q_seed[None], N, axis=0)
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     prev, largest, message, solved, methods = q_seed, 0.0, '', N, set()
     first = start.solved if start is not None else 0
+    weights = np.ones(6) if start is not None else None
     if first:
         q[:first], pe[:first], oe[:first] = (start.q[:first], start.position_error[:first],
                                              start.orientation_error[:first])
@@ -293,7 +343,8 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
             message, solved = f'pose {n}: the time budget ran out', n
             break
         r = solver.solve(tip, T[n], prev, position_tolerance=p_tol, orientation_tolerance=o_tol,
-                         timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1)
+                         timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1,
+                         weights=weights)
         methods.add(r.method)
         if not r.success:
             message, solved = f'pose {n}: {r.message}', n
