@@ -181,8 +181,6 @@ def _polished(chain, candidates, T_target, active, p_tol, o_tol):
     return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
-
-
 def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
              method):
     """The solutions with the held joints at each row of ``values`` (V, h), in one batched
