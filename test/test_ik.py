@@ -214,6 +214,8 @@ def test_rotations_rounded_within_1e_6_are_accepted():
     (dict(T_target=np.diag([1.0, -1, -1, 1]) + 1e-5 * np.eye(4, k=1)), InvalidInputError,
      'not a rotation'),                                                   # skewed by 1e-5
     (dict(T_target=np.zeros((4, 4))), InvalidInputError, 'not a rotation'),
+    (dict(T_target=np.diag([1.0, 1, 1, 2])), InvalidInputError, 'last row 0 0 0 1'),
+    (dict(T_target=np.eye(4) + np.eye(4, k=-3)), InvalidInputError, 'last row 0 0 0 1'),
     (dict(q_seed=np.zeros(3)), ShapeError, 'q_seed: expected 6 values'),
     (dict(timeout=0.0), InvalidInputError, 'timeout: expected'),
     (dict(timeout=-1.0), InvalidInputError, 'timeout: expected'),

@@ -26,6 +26,9 @@ def check_request(model, tip_frame, T_target, q_seed, position_tolerance,
         raise ShapeError(f'T_target: expected a 4x4 transform, got shape {T_target.shape}')
     if not _is_rotation(T_target[:3, :3].tolist()):
         raise InvalidInputError('T_target: the rotation part is not a rotation matrix')
+    if T_target[3].tolist() != [0.0, 0.0, 0.0, 1.0]:
+        raise InvalidInputError(f'T_target: expected a last row 0 0 0 1, got '
+                                f'{T_target[3].tolist()}')
     if q_seed is None:
         q_seed = configuration.middle_configuration(model)
     q_seed = kinematics.as_configuration(model, q_seed, 'q_seed')
