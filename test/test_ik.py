@@ -317,6 +317,44 @@ def test_joints_that_do_not_move_the_tip_keep_the_seed():
     np.testing.assert_array_equal(result.q[others], seed[others])
 
 
+@pytest.mark.parametrize('robot, tip, held, method', [
+    (PANDA, 'panda_hand', 6, 'analytic spherical_wrist'),      # the other six: a family
+    (PANDA, 'panda_hand', 0, 'numerical'),
+    ('baxter_description/urdf/baxter.urdf', 'left_gripper', 0, 'numerical'),
+])
+def test_a_joint_held_by_the_caller_keeps_its_value_outside_its_limits(robot, tip, held, method):
+    """``active_joints`` leaves out a joint the seed has 0.3 rad past its upper limit (a robot
+    that was pushed there): every solution, of a pose and of a path, keeps it there -- the
+    search clipped it into the limits and the analytic ranking moved it by a turn.
+    """
+    model = load(erd(robot))
+    solver = IKSolver(model)
+    chain = Chain(model, tip)
+    j = chain.moved[held]
+    seed = model.middle_configuration()
+    seed[j] = model.upper_limits[j] + 0.3
+    q_true = seed.copy()
+    q_true[chain.moved] += np.where(chain.moved == j, 0.0, 0.1)
+    active = [model.q_names[i] for i in chain.moved if i != j]
+    T = model.frame_pose(q_true, tip)
+    result = solver.solve(tip, T, seed, active_joints=active, max_solutions=8, timeout=0.5,
+                          rng=1)
+    assert result.success and result.method == method, result.message
+    others = np.flatnonzero(np.arange(model.nq) != j)
+    for q in result.solutions:
+        assert q[j] == seed[j]
+        assert np.all(q[others] >= model.lower_limits[others])
+        assert np.all(q[others] <= model.upper_limits[others])
+        T_q = model.frame_pose(q, tip)
+        assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= 1e-5
+        assert np.linalg.norm(log_so3(T[:3, :3] @ T_q[:3, :3].T)) <= 1e-5
+    T_line = np.repeat(model.frame_pose(seed, tip)[None], 5, axis=0)   # 2 cm up from the seed
+    T_line[:, 2, 3] += np.linspace(0.0, 0.02, 5)
+    path = solver.solve_path(tip, T_line, seed, active_joints=active)
+    assert path.success, path.message
+    np.testing.assert_array_equal(path.q[:, j], seed[j])
+
+
 def test_targets_with_joints_at_their_limits_are_solved():
     """Configurations with joints exactly at a limit: the solver holds a joint the step would
     push out and moves the others, instead of clipping a step computed for all of them.

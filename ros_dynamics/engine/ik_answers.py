@@ -66,8 +66,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
             return None
         # The nearest configuration, moved into the limits (by turns, else clipped).
         k = int(np.argmin(p_err + o_err))
-        lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper, chain.turning)[0][0]
+        lower, upper, turning = joint_bounds(model, chain, x_seed, active)
+        x = ik_analytic.in_limits(X[k:k + 1], x_seed, lower, upper, turning)[0][0]
         x = np.clip(np.where(np.isnan(x), X[k], x), lower, upper)
         q = q_seed.copy()
         q[chain.moved] = x
@@ -76,7 +76,20 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         return IKResult(q, False, p, o, 0, 1, 'out of reach: no configuration reaches the '
                         f'target; the nearest has position error {p:.3g} m, orientation error '
                         f'{o:.3g} rad', method=method)
-    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
+    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method,
+                  active)
+
+
+def joint_bounds(model, chain, x_seed, active=None):
+    """The limits (m,) and (m,) of ``chain.moved`` and which of them turn (m,), with a joint
+    outside ``active`` (a mask, None for all active) pinned at its value in ``x_seed`` (m,): it
+    keeps that value, even outside its limits, and no whole turn moves it.
+    """
+    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    if active is None:
+        return lower, upper, chain.turning
+    return (np.where(active, lower, x_seed), np.where(active, upper, x_seed),
+            chain.turning & active)
 
 
 def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions,
@@ -198,13 +211,13 @@ def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_sol
     return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
 
 
-def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method):
+def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, active=None):
     """An :class:`IKResult` of the solutions ``X`` (k, m) of ``chain.moved`` (their errors
     (k,)), moved into the limits, distinct, nearest the seed first; None when none is inside.
+    Joints outside ``active`` (a mask, None for all active) keep the seed's values.
     """
     x_seed = q_seed[chain.moved]
-    X, inside = ik_analytic.in_limits(X, x_seed, model.lower_limits[chain.moved],
-                                      model.upper_limits[chain.moved], chain.turning)
+    X, inside = ik_analytic.in_limits(X, x_seed, *joint_bounds(model, chain, x_seed, active))
     if not inside.any():
         return None
     X, p_err, o_err = X[inside], p_err[inside], o_err[inside]

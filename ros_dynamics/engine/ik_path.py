@@ -21,7 +21,7 @@ import numpy as np
 
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
-from .ik_answers import seed_result
+from .ik_answers import joint_bounds, seed_result
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -119,7 +119,7 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         part = slice(start, start + CHUNK)
         X[part], ok[part], snapped = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                                 o_tol, check=False)
-    limits = model.lower_limits[chain.moved], model.upper_limits[chain.moved], chain.turning
+    limits = joint_bounds(model, chain, x_seed, active)
     # With joints held, a seed that reaches the first pose is its solution (at a singular
     # configuration of the six no branch need be the seed; where the next pose has none near
     # it, the path goes on pose by pose): one more candidate there.

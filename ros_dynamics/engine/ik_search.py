@@ -149,7 +149,14 @@ class Search:
         self.iterations = 0
         self.attempts = _BATCH
         X = self.X = np.empty((_BATCH, len(a)))
-        np.clip(q_seed[a], chain.clip_lower, chain.clip_upper, out=X[0])
+        #: (m,) bounds every iterate is clipped into: the limits, or the seed's value for a
+        #: joint outside ``active`` (kept even where the seed has it outside its limits).
+        self.clip_lower, self.clip_upper = chain.clip_lower, chain.clip_upper
+        if self.inactive is not None:
+            x_seed = q_seed[a]
+            self.clip_lower = np.where(self.inactive, x_seed, chain.clip_lower)
+            self.clip_upper = np.where(self.inactive, x_seed, chain.clip_upper)
+        np.clip(q_seed[a], self.clip_lower, self.clip_upper, out=X[0])
         chain.wrap(X[:1])
         self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
@@ -247,7 +254,7 @@ class Search:
                 rhs[0, :, 0] += (_NULLSPACE_GAIN * damping[0]) * (self.seed_x - X[0])
             stepped = X + np.linalg.solve(A, rhs)[..., 0]
             chain.wrap(stepped)
-            stepped.clip(chain.clip_lower, chain.clip_upper, out=X)
+            stepped.clip(self.clip_lower, self.clip_upper, out=X)
             np.sign(np.subtract(stepped, X, out=self.side), out=self.side)
             self.clipped = bool(self.side.any())
             self.iterations += len(X)
