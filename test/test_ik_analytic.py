@@ -173,6 +173,41 @@ def test_every_solution_reaches_the_target_inside_the_limits(arm):
         assert gaps.min() > 1e-3
 
 
+@pytest.mark.parametrize('relative, tip, q5', [(UR5, 'tool0', 0.0),
+                                               (KINOVA, 'j2s6s200_end_effector', math.pi),
+                                               (ANALYTIC[3][0], 'tool0', 0.0)],
+                         ids=['ur5', 'kinova', 'ur10'])
+def test_a_target_at_the_wrist_singularity_is_solved_and_a_seed_there_stays(relative, tip, q5):
+    """With joint 5 at ``q5`` axes 4 and 6 line up (Pinocchio's Jacobian loses a rank): the
+    solutions form a continuum, of which the subproblems give one arbitrary point. A robot there
+    asked for where it is stays (it was answered by another point, 291 times in 300 on the
+    UR5); a reachable pose there is solved (3 in 100 were answered 'out of reach': rounding
+    put that point off the target).
+    """
+    a = Arm(erd(relative), tip)
+    moved = a.solver.chain(tip).moved
+    family = a.solver.family(tip)
+    rng = np.random.default_rng(12)
+    for _ in range(50):
+        q = a.random_q(rng)
+        q[moved[4]] = q5
+        J = pin.computeFrameJacobian(a.ref.pm, a.ref.pd, a.ref.q(q), a.frame,
+                                     pin.LOCAL_WORLD_ALIGNED)
+        assert np.linalg.svd(J, compute_uv=False).min() < 1e-9
+        assert family.any_singular([q[moved]])
+        T = a.pose(q)
+        result = a.solver.solve(tip, T, q)
+        assert result.success and result.method == 'seed'
+        np.testing.assert_array_equal(result.q, q)
+        result = a.solver.solve(tip, T, a.random_q(rng))
+        assert result.success, result.message
+        assert_solves(a, result.q, T, 1e-5)
+        # Away from it (joint 5 a hundredth of a radian off), the subproblems answer.
+        q[moved[4]] += 0.01
+        assert not family.any_singular([q[moved]])
+        assert a.solver.solve(tip, a.pose(q), a.random_q(rng)).method.startswith('analytic')
+
+
 @pytest.mark.parametrize('relative, tip', [ANALYTIC[0][:2], ANALYTIC[1][:2]],
                          ids=['ur5', 'kinova'])
 def test_turns_are_shifted_toward_the_seed(relative, tip):

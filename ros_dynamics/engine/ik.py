@@ -151,7 +151,18 @@ class IKSolver:
                     return result
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
-        return _result(search, deadline, q_seed, int(max_solutions or 1))
+        result = _result(search, deadline, q_seed, int(max_solutions or 1))
+        if result.success or w is not None:
+            return result
+        # A target at the wrist singularity went to the search (its solutions: a continuum);
+        # failing there, one of the subproblems' points is still an answer.
+        family = self._family(chain, q_seed, active)
+        if family is None:
+            return result
+        answer = analytic_result(model, chain, family, T_target, q_seed, active,
+                                 position_tolerance, orientation_tolerance, max_solutions,
+                                 search_singular=False)
+        return answer if answer is not None and answer.success else result
 
     def _closed_form(self, chain, T_target, q_seed, active, p_tol, o_tol, max_solutions,
                      deadline):

@@ -51,6 +51,8 @@ from .subproblems import (
 ANGLE_TOLERANCE = 2e-3
 #: Axes closer than this [m] count as meeting.
 DISTANCE_TOLERANCE = 2e-3
+#: Axes 4 and 6 within this angle [rad] count as aligned: the wrist singularity.
+SINGULAR_ANGLE = 1e-6
 #: Gauss-Newton steps of :func:`polish` at most.
 POLISH_STEPS = 6
 
@@ -152,6 +154,33 @@ class Family:
         if self.geometry.reversed:
             out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
         return out
+
+    @cached_property
+    def _singular_q5(self):
+        """The angle of joint 5 (of the chain the subproblems solve) turning axis 6 onto axis
+        4, or None when no angle does (axes 4 and 6 then never meet the singularity).
+        """
+        h4, h5, h6 = self.geometry.h[3:]
+        q5 = float(sp1(h6, h4, h5))
+        aligned = abs(dot3(rotate3(tuple(h5), q5, tuple(h6)), tuple(h4)))
+        return q5 if aligned > 1.0 - 0.5 * SINGULAR_ANGLE ** 2 else None
+
+    def any_singular(self, qs):
+        """Whether any of the six angles in ``qs`` (each root first) puts the wrist at its
+        singularity: joint 5 turning axis 6 onto axis 4 or its opposite (within
+        :data:`SINGULAR_ANGLE`), where only a combination of joints 4 and 6 is fixed by the
+        pose and the solutions form a continuum -- in either family, read forwards or
+        backwards.
+        """
+        q5 = self._singular_q5
+        if q5 is None:
+            return False
+        k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)   # read backwards: -q2
+        for q in qs:
+            d = (sign * float(q[k]) - q5) % math.pi
+            if d < SINGULAR_ANGLE or d > math.pi - SINGULAR_ANGLE:
+                return True
+        return False
 
     def solve(self, R, p):
         """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),

@@ -40,19 +40,27 @@ class IKResult:
 
 
 def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
-                     max_solutions):
+                    max_solutions, search_singular=True):
     """Every solution of ``family`` inside the limits and tolerances as an :class:`IKResult`,
     nearest the seed first; a failure when the target is out of reach of an exact geometry;
-    None when the numerical search should try (every solution outside the limits).
+    None when the numerical search should try: every solution outside the limits, or the target
+    at the wrist singularity (:meth:`~ros_dynamics.engine.ik_analytic.Family.singular`) -- a
+    continuum there, of which the subproblems give one point, not the one nearest the seed
+    (a robot asked for where it is would move), and rounding can leave that point off the
+    target (a reachable pose answered 'out of reach'). With ``search_singular`` False (the
+    search failed there), the subproblems' answer all the same.
     """
+    x_seed = q_seed[chain.moved]
     if active is None:
-        result = _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol,
+        candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3])
+        if search_singular and family.any_singular(q for q, _ in candidates):
+            return None
+        result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
         if result is not None:
             return result
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
-    x_seed = q_seed[chain.moved]
     X = np.repeat(x_seed[None], Q.shape[1], axis=0)
     X[:, act] = Q[0]
     if family.snapped:
@@ -61,6 +69,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     method = f'analytic {family.name}'
     ok = (p_err <= p_tol) & (o_err <= o_tol)
+    if search_singular and family.any_singular(X[:, act]):
+        return None
     if not ok.any():
         if family.snapped or exact.any():
             return None
@@ -237,13 +247,13 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, active=
                     f'{method}: {len(keep)} solution(s)', solutions=list(qs), method=method)
 
 
-def _analytic_one(model, chain, family, T_target, q_seed, p_tol, o_tol, max_solutions):
+def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
+                  max_solutions):
     """:func:`analytic_result` in Python floats with every joint active -- the common case,
     a few times faster; a snapped geometry's solutions polished (:func:`_polished`) -- or None
     to take the general way (no exact solution inside the limits and tolerances, or the best
     one's error above a tolerance).
     """
-    candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3])
     if family.snapped:
         candidates = _polished(chain, candidates, T_target, np.ones(6, dtype=bool), p_tol,
                                o_tol)
