@@ -46,6 +46,36 @@ def test_a_straight_line_is_followed_on_one_branch(ur5):
     assert np.all(result.position_error < 1e-9) and np.all(result.orientation_error < 1e-9)
 
 
+def test_a_path_at_the_wrist_singularity_starts_where_the_robot_is(ur5):
+    """The UR5 with joint 5 at 0 (axes 4 and 6 aligned, Pinocchio's Jacobian a rank short):
+    straight down, the wrist stays singular all along; the path starts at the robot's own
+    configuration and moves smoothly, pose by pose (the batched subproblems took one arbitrary
+    point of the continuum per pose: 1.7 rad from the robot at the first pose). Sideways, joint
+    5 must leave 0 and joints 4 and 6 then turn by radians within the first millimetre (each of
+    the eight solutions of that pose is 1.6 rad or more away): the path stops there, naming the
+    pose, and never jumps away from the robot at its start.
+    """
+    import pinocchio as pin
+    q0 = np.array([0.3, -1.2, 1.5, -1.9, 0.0, 0.4])
+    J = pin.computeFrameJacobian(ur5.ref.pm, ur5.ref.pd, ur5.ref.q(q0), ur5.frame,
+                                 pin.LOCAL_WORLD_ALIGNED)
+    assert np.linalg.svd(J, compute_uv=False).min() < 1e-12
+    T = line(ur5.pose(q0), np.array([0.0, 0.0, -1.0]), 0.1, 100)
+    result = ur5.solver.solve_path('tool0', T, q0)
+    assert result.success, result.message
+    np.testing.assert_array_equal(result.q[0], q0)
+    check_path(ur5, result.q, T, 1e-5)
+    assert np.abs(np.diff(result.q, axis=0)).max() < 0.01
+    T = line(ur5.pose(q0), np.array([1.0, 0.0, 0.0]), 0.1, 100)
+    every = ur5.solver.solve('tool0', T[1], q0, max_solutions=8).solutions
+    assert len(every) == 8
+    assert min(np.abs((q - q0 + np.pi) % (2 * np.pi) - np.pi).max() for q in every) > 1.6
+    result = ur5.solver.solve_path('tool0', T, q0)
+    assert not result.success and result.solved == 1
+    assert result.message.startswith('pose 1: the branch must change')
+    np.testing.assert_array_equal(result.q[0], q0)
+
+
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):
     """Straight out from the base: the elbow straightens and the path's branch leaves reach a
     pose before any branch does (the UR5's shoulder offset gives the others more reach). The

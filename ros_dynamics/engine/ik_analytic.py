@@ -165,12 +165,23 @@ class Family:
         aligned = abs(dot3(rotate3(tuple(h5), q5, tuple(h6)), tuple(h4)))
         return q5 if aligned > 1.0 - 0.5 * SINGULAR_ANGLE ** 2 else None
 
+    def singular(self, X):
+        """Which configurations of ``X`` (..., 6) (root first) put the wrist at its singularity
+        (:meth:`any_singular`): (...) bool.
+        """
+        q5 = self._singular_q5
+        if q5 is None:
+            return np.zeros(X.shape[:-1], dtype=bool)
+        k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)
+        d = (sign * X[..., k] - q5) % math.pi
+        return (d < SINGULAR_ANGLE) | (d > math.pi - SINGULAR_ANGLE)
+
     def any_singular(self, qs):
         """Whether any of the six angles in ``qs`` (each root first) puts the wrist at its
         singularity: joint 5 turning axis 6 onto axis 4 or its opposite (within
         :data:`SINGULAR_ANGLE`), where only a combination of joints 4 and 6 is fixed by the
         pose and the solutions form a continuum -- in either family, read forwards or
-        backwards.
+        backwards. :meth:`singular` in Python floats, for a few configurations.
         """
         q5 = self._singular_q5
         if q5 is None:

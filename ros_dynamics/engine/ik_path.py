@@ -88,8 +88,12 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
         T_root = inverse_transform(T_world_root) @ T
     if family is not None:
-        return _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
-                         orientation_tolerance, step)
+        result = _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
+                           orientation_tolerance, step)
+        if result is not None:
+            return result
+        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
+                             orientation_tolerance, step, active_joints, deadline)
     # More than six joints: the held ones stay at the seed's values all along when they can ...
     result = _analytic(model, chain, held, T_root, q_seed, active, position_tolerance,
                        orientation_tolerance, step)
@@ -103,7 +107,9 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
 def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     """The path of a :class:`~ros_dynamics.engine.ik_analytic.Family` (six joints), or of
     :class:`~ros_dynamics.engine.ik_held.HeldJoints` with the held joints at the seed's values.
-    Poses are solved :data:`CHUNK` at a time (memory stays bounded on long paths).
+    Poses are solved :data:`CHUNK` at a time (memory stays bounded on long paths). None when a
+    family's path meets the wrist singularity (:func:`_through_singularity`): it is then
+    solved pose by pose.
     """
     N = len(T)
     x_seed = q_seed[chain.moved]
@@ -123,8 +129,8 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     # With joints held, a seed that reaches the first pose is its solution (at a singular
     # configuration of the six no branch need be the seed; where the next pose has none near
     # it, the path goes on pose by pose): one more candidate there.
-    at_seed = isinstance(family, ik_held.HeldJoints) and seed_result(
-        model, chain, T[0], q_seed, p_tol, o_tol) is not None
+    held = isinstance(family, ik_held.HeldJoints)
+    at_seed = held and seed_result(model, chain, T[0], q_seed, p_tol, o_tol) is not None
     path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
                                              limits, step)
     pe, oe = _errors(chain, path, T, solved)
@@ -137,12 +143,23 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
                                                  limits, step)
         pe, oe = _errors(chain, path, T, solved)
+    if not held and _through_singularity(family, path[:solved], X[solved:solved + 1], active):
+        return None
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
     q = np.repeat(q_seed[None], N, axis=0)
     q[:, chain.moved] = path
     message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+def _through_singularity(family, path, failed, active):
+    """Whether ``path`` (n, m) followed by the six joints of ``family`` meets the wrist
+    singularity, or the solutions ``failed`` (0 or 1, 8, m) of the pose it stopped at are there:
+    the branch followed is then one arbitrary point of a continuum at those poses.
+    """
+    cols = slice(None) if active is None else active
+    return bool(family.singular(path[:, cols]).any() or family.singular(failed[..., cols]).any())
 
 
 #: Poses solved together by an analytic path (bounds the memory of long paths).
