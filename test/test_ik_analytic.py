@@ -208,6 +208,30 @@ def test_a_target_at_the_wrist_singularity_is_solved_and_a_seed_there_stays(rela
         assert a.solver.solve(tip, a.pose(q), a.random_q(rng)).method.startswith('analytic')
 
 
+@pytest.mark.parametrize('relative', [UR5, ANALYTIC[3][0]], ids=['ur5', 'ur10'])
+def test_a_robot_with_joints_at_their_limits_asked_for_where_it_is_stays(relative):
+    """Joints exactly at a limit of +-2 pi (UR5) or +-pi (UR10's limited description): the
+    subproblems' angle plus a whole turn lands a rounding error past the limit, which refused
+    the robot's own branch -- the answer was another branch, radians away. Not the elbow:
+    at +-pi it is folded, a singularity of its own; nor the wrist's joint 5 at 2 pi.
+    """
+    a = Arm(erd(relative), 'tool0')
+    moved = a.solver.chain('tool0').moved
+    lower, upper = a.model.lower_limits[moved], a.model.upper_limits[moved]
+    rng = np.random.default_rng(14)
+    for _ in range(40):
+        q = a.random_q(rng)
+        at = rng.choice([0, 1, 3, 4, 5], size=2, replace=False)
+        q[moved[at]] = np.where(rng.random(2) < 0.5, lower[at], upper[at])
+        if a.solver.family('tool0').any_singular([q[moved]]):
+            continue
+        result = a.solver.solve('tool0', a.pose(q), q)
+        assert result.method == 'analytic three_parallel', result.message
+        np.testing.assert_allclose(result.q, q, rtol=0, atol=1e-6)
+        assert np.all(result.q >= a.model.lower_limits)
+        assert np.all(result.q <= a.model.upper_limits)
+
+
 @pytest.mark.parametrize('relative, tip', [ANALYTIC[0][:2], ANALYTIC[1][:2]],
                          ids=['ur5', 'kinova'])
 def test_turns_are_shifted_toward_the_seed(relative, tip):

@@ -51,6 +51,9 @@ from .subproblems import (
 ANGLE_TOLERANCE = 2e-3
 #: Axes closer than this [m] count as meeting.
 DISTANCE_TOLERANCE = 2e-3
+#: A solution this far [rad or m] outside a limit is inside after rounding (a whole turn
+#: added to an angle at the limit) and is clipped in.
+LIMIT_SLACK = 1e-9
 #: Axes 4 and 6 within this angle [rad] count as aligned: the wrist singularity.
 SINGULAR_ANGLE = 1e-6
 #: Gauss-Newton steps of :func:`polish` at most.
@@ -389,7 +392,8 @@ def in_limits(X, x_seed, lower, upper, turning=None):
     """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
     (m,) inside ``[lower, upper]`` (m,) -- only where ``turning`` (m, bool; default: all) says
     the joint is an angle, a slide must be inside as it is -- and which rows (B,) could all be
-    brought inside.
+    brought inside. Values within :data:`LIMIT_SLACK` of a limit count as inside and are
+    clipped in (a turn added to an angle at its limit must not take it out by rounding).
     """
     turn = 2.0 * np.pi
     k0 = np.round((x_seed - X) / turn)
@@ -398,10 +402,11 @@ def in_limits(X, x_seed, lower, upper, turning=None):
     best = np.full_like(X, np.nan)
     for dk in (0.0, -1.0, 1.0):
         v = X + (k0 + dk) * turn
-        fits = (v >= lower) & (v <= upper) & np.isnan(best)
+        fits = (v >= lower - LIMIT_SLACK) & (v <= upper + LIMIT_SLACK) & np.isnan(best)
         if dk and turning is not None:
             fits &= turning
         best[fits] = v[fits]
+    np.clip(best, lower, upper, out=best)
     return best, ~np.isnan(best).any(axis=1)
 
 

@@ -325,7 +325,8 @@ def _errors_one(T, T_target):
 def _turned_into_limits(q, x_seed, limits):
     """``q`` (floats) with each angle moved by the whole turns nearest its seed (``x_seed``)
     inside its ``limits`` ((lower, upper, turning) triples; as
-    :func:`~ros_dynamics.engine.ik_analytic.in_limits`), a slide inside as it is, or None.
+    :func:`~ros_dynamics.engine.ik_analytic.in_limits`, the turn's rounding forgiven), a slide
+    inside as it is, or None.
     """
     out = []
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
@@ -337,8 +338,8 @@ def _turned_into_limits(q, x_seed, limits):
         k = round((seed - x) / _TURN)
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN
-            if lower <= v <= upper:
-                out.append(v)
+            if lower - ik_analytic.LIMIT_SLACK <= v <= upper + ik_analytic.LIMIT_SLACK:
+                out.append(min(max(v, lower), upper))
                 break
         else:
             return None
