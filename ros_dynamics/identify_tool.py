@@ -150,6 +150,8 @@ def report(estimate, states, args, model, out):
     fit = 'projected onto physical bodies' if estimate.constrained else 'least squares'
     out.write(f'  fit: {fit}; condition number {estimate.condition_number:.3g} (mass and center '
               f'of mass {estimate.mass_com_condition_number:.3g})\n')
+    out.write(f'  efforts {1e3 * estimate.effort_delay:.2f} ms behind the positions (estimated, '
+              'compensated)\n')
     out.write('  per joint [N m or N]: RMS residual / RMS payload torque\n')
     for name, res, share in zip(model.joint_names, estimate.residual_rms,
                                 estimate.payload_torque_rms):

@@ -144,7 +144,8 @@ def fill_response(model, estimate, t, frame_id, response):
     response.message = (f'{estimate.mass:.4g} kg at {np.round(estimate.com, 4).tolist()} m in '
                         f'{estimate.frame} from {t.size} joint states over '
                         f'{t[-1] - t[0]:.3g} s; condition number '
-                        f'{estimate.mass_com_condition_number:.3g}')
+                        f'{estimate.mass_com_condition_number:.3g}; efforts '
+                        f'{1e3 * estimate.effort_delay:.2g} ms behind the positions')
     return response
 
 
