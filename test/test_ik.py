@@ -321,6 +321,7 @@ def test_joints_that_do_not_move_the_tip_keep_the_seed():
     (PANDA, 'panda_hand', 6, 'analytic spherical_wrist'),      # the other six: a family
     (PANDA, 'panda_hand', 0, 'numerical'),
     ('baxter_description/urdf/baxter.urdf', 'left_gripper', 0, 'numerical'),
+    (UR5, 'tool0', 5, 'numerical'),                           # a turn of range: not wrapped
 ])
 def test_a_joint_held_by_the_caller_keeps_its_value_outside_its_limits(robot, tip, held, method):
     """``active_joints`` leaves out a joint the seed has 0.3 rad past its upper limit (a robot
@@ -348,8 +349,9 @@ def test_a_joint_held_by_the_caller_keeps_its_value_outside_its_limits(robot, ti
         T_q = model.frame_pose(q, tip)
         assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= 1e-5
         assert np.linalg.norm(log_so3(T[:3, :3] @ T_q[:3, :3].T)) <= 1e-5
-    T_line = np.repeat(model.frame_pose(seed, tip)[None], 5, axis=0)   # 2 cm up from the seed
-    T_line[:, 2, 3] += np.linspace(0.0, 0.02, 5)
+    # From the seed's pose, the active joints turning 0.02 rad (reachable with the joint held).
+    T_line = np.array([model.frame_pose(seed + np.where(np.arange(model.nq) == j, 0.0, s), tip)
+                       for s in np.linspace(0.0, 0.02, 5)])
     path = solver.solve_path(tip, T_line, seed, active_joints=active)
     assert path.success, path.message
     np.testing.assert_array_equal(path.q[:, j], seed[j])

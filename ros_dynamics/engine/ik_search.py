@@ -158,6 +158,8 @@ class Search:
             self.clip_upper = np.where(self.inactive, x_seed, chain.clip_upper)
         np.clip(q_seed[a], self.clip_lower, self.clip_upper, out=X[0])
         chain.wrap(X[:1])
+        if self.inactive is not None:        # as the seed has them, not by a turn
+            X[0, self.inactive] = q_seed[a][self.inactive]
         self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
         # Starting points queued for the other rows and their restarts: the table's nearest.
