@@ -202,6 +202,12 @@ def test_a_target_at_the_wrist_singularity_is_solved_and_a_seed_there_stays(rela
         result = a.solver.solve(tip, T, a.random_q(rng))
         assert result.success, result.message
         assert_solves(a, result.q, T, 1e-5)
+        # Asked for several, the search's (the robot's own first) and the other branches.
+        result = a.solver.solve(tip, T, q, max_solutions=8)
+        assert result.success and len(result.solutions) >= 4
+        np.testing.assert_allclose(result.solutions[0], q, rtol=0, atol=1e-9)
+        for s in result.solutions:
+            assert_solves(a, s, T, 1e-5)
         # Away from it (joint 5 a hundredth of a radian off), the subproblems answer.
         q[moved[4]] += 0.01
         assert not family.any_singular([q[moved]])

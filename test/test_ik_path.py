@@ -74,6 +74,11 @@ def test_a_path_at_the_wrist_singularity_starts_where_the_robot_is(ur5):
     assert not result.success and result.solved == 1
     assert result.message.startswith('pose 1: the branch must change')
     np.testing.assert_array_equal(result.q[0], q0)
+    # Down again with a budget too short for the search: a failure that says so, not a
+    # branch change (the subproblems' point of the continuum answers a search out of time).
+    T = line(ur5.pose(q0), np.array([0.0, 0.0, -1.0]), 0.1, 100)
+    result = ur5.solver.solve_path('tool0', T, q0, timeout=1e-4)
+    assert not result.success and 'the time budget ran out' in result.message
 
 
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):

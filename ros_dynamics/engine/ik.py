@@ -20,7 +20,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held, kinematics
 from .exceptions import InvalidInputError
-from .ik_answers import IKResult, analytic_result, held_result, seed_result
+from .ik_answers import IKResult, analytic_result, held_result, seed_result, with_closed_form
 from .ik_chain import Chain
 from .ik_path import PathResult, solve_path
 from .ik_requests import active_mask, check_request, seconds
@@ -139,11 +139,15 @@ class IKSolver:
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
+        handed = None                    # the subproblems' answer at the wrist singularity
         if w is None:
-            result = self._closed_form(chain, T_target, q_seed, active, position_tolerance,
-                                       orientation_tolerance, max_solutions, deadline)
-            if result is not None:
+            family = self._family(chain, q_seed, active)
+            result, singular = self._closed_form(chain, family, T_target, q_seed, active,
+                                                 position_tolerance, orientation_tolerance,
+                                                 max_solutions, deadline)
+            if result is not None and not singular:
                 return result
+            handed = result if singular else None
             if (max_solutions or 1) == 1:
                 result = seed_result(model, chain, T_target, q_seed, position_tolerance,
                                      orientation_tolerance)
@@ -152,30 +156,26 @@ class IKSolver:
         search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                          position_tolerance, orientation_tolerance, position_only, rng, active)
         result = _result(search, deadline, q_seed, int(max_solutions or 1))
-        if result.success or w is not None:
+        if handed is None:
             return result
-        # A target at the wrist singularity went to the search (its solutions: a continuum);
-        # failing there, one of the subproblems' points is still an answer.
-        family = self._family(chain, q_seed, active)
-        if family is None:
-            return result
-        answer = analytic_result(model, chain, family, T_target, q_seed, active,
-                                 position_tolerance, orientation_tolerance, max_solutions,
-                                 search_singular=False)
-        return answer if answer is not None and answer.success else result
+        # At the wrist singularity the search answers from the seed; the subproblems' solutions
+        # (the other branches, the continuum by one point) join its own.
+        return with_closed_form(result, handed, chain, T_target, q_seed, max_solutions)
 
-    def _closed_form(self, chain, T_target, q_seed, active, p_tol, o_tol, max_solutions,
-                     deadline):
-        """The analytic answer (six joints of a family; more with the others held) or None."""
-        family = self._family(chain, q_seed, active)
+    def _closed_form(self, chain, family, T_target, q_seed, active, p_tol, o_tol,
+                     max_solutions, deadline):
+        """The analytic answer (six joints of ``family``, the chain's with the joints outside
+        ``active`` held, or None; more joints with the others held) or None, and whether the
+        target is at the wrist singularity (:func:`analytic_result`).
+        """
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,
                                    o_tol, max_solutions)
         held = self._held_joints(chain) if active is None else None
         if held is None:
-            return None
+            return None, False
         return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
-                           q_seed, p_tol, o_tol, max_solutions, deadline)
+                           q_seed, p_tol, o_tol, max_solutions, deadline), False
 
     def _held_joints(self, chain):
         """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoints` or None (kept)."""

@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from .ik_chain import LIMIT_SLACK
 from .rotations import cross, log_so3
 from .subproblems import (
     dot3,
@@ -51,9 +52,6 @@ from .subproblems import (
 ANGLE_TOLERANCE = 2e-3
 #: Axes closer than this [m] count as meeting.
 DISTANCE_TOLERANCE = 2e-3
-#: A solution this far [rad or m] outside a limit is inside after rounding (a whole turn
-#: added to an angle at the limit) and is clipped in.
-LIMIT_SLACK = 1e-9
 #: Axes 4 and 6 within this angle [rad] count as aligned: the wrist singularity.
 SINGULAR_ANGLE = 1e-6
 #: Gauss-Newton steps of :func:`polish` at most.
@@ -392,8 +390,9 @@ def in_limits(X, x_seed, lower, upper, turning=None):
     """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
     (m,) inside ``[lower, upper]`` (m,) -- only where ``turning`` (m, bool; default: all) says
     the joint is an angle, a slide must be inside as it is -- and which rows (B,) could all be
-    brought inside. Values within :data:`LIMIT_SLACK` of a limit count as inside and are
-    clipped in (a turn added to an angle at its limit must not take it out by rounding).
+    brought inside. Values within :data:`~ros_dynamics.engine.ik_chain.LIMIT_SLACK` of a limit
+    count as inside and are clipped in (a turn added to an angle at its limit must not take it
+    out by rounding).
     """
     turn = 2.0 * np.pi
     k0 = np.round((x_seed - X) / turn)

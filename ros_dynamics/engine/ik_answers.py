@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from . import ik_analytic, ik_held
+from .ik_chain import LIMIT_SLACK
 from .ik_search import PoseError, pose_error
 from .ik_seeds import feature_distance2
 
@@ -40,40 +41,39 @@ class IKResult:
 
 
 def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
-                    max_solutions, search_singular=True):
-    """Every solution of ``family`` inside the limits and tolerances as an :class:`IKResult`,
-    nearest the seed first; a failure when the target is out of reach of an exact geometry;
-    None when the numerical search should try: every solution outside the limits, or the target
-    at the wrist singularity (:meth:`~ros_dynamics.engine.ik_analytic.Family.singular`) -- a
-    continuum there, of which the subproblems give one point, not the one nearest the seed
-    (a robot asked for where it is would move), and rounding can leave that point off the
-    target (a reachable pose answered 'out of reach'). With ``search_singular`` False (the
-    search failed there), the subproblems' answer all the same.
+                    max_solutions):
+    """``(answer, singular)``: every solution of ``family`` inside the limits and tolerances as
+    an :class:`IKResult`, nearest the seed first -- a failure when the target is out of reach of
+    an exact geometry, None when every solution lies outside the limits (the numerical search
+    should try) -- and whether the target is at the wrist singularity
+    (:meth:`~ros_dynamics.engine.ik_analytic.Family.any_singular`). There the solutions form a
+    continuum, of which the subproblems give one point, not the one nearest the seed (a robot
+    asked for where it is would move), and rounding can leave that point off the target (a
+    reachable pose answered 'out of reach'): the search should try from the seed, and these
+    solutions join its own (:func:`with_closed_form`).
     """
     x_seed = q_seed[chain.moved]
     if active is None:
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3])
-        if search_singular and family.any_singular(q for q, _ in candidates):
-            return None
+        singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
         if result is not None:
-            return result
+            return result, singular
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
     X = np.repeat(x_seed[None], Q.shape[1], axis=0)
     X[:, act] = Q[0]
+    singular = family.any_singular(X[:, act])
     if family.snapped:
         ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
     e = pose_error(chain.poses(X), T_target)
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     method = f'analytic {family.name}'
     ok = (p_err <= p_tol) & (o_err <= o_tol)
-    if search_singular and family.any_singular(X[:, act]):
-        return None
     if not ok.any():
         if family.snapped or exact.any():
-            return None
+            return None, singular
         # The nearest configuration, moved into the limits (by turns, else clipped).
         k = int(np.argmin(p_err + o_err))
         lower, upper, turning = joint_bounds(model, chain, x_seed, active)
@@ -85,9 +85,33 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         p, o = float(np.linalg.norm(e[:3])), float(np.linalg.norm(e[3:]))
         return IKResult(q, False, p, o, 0, 1, 'out of reach: no configuration reaches the '
                         f'target; the nearest has position error {p:.3g} m, orientation error '
-                        f'{o:.3g} rad', method=method)
+                        f'{o:.3g} rad', method=method), singular
     return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method,
-                  active)
+                  active), singular
+
+
+def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions):
+    """The search's :class:`IKResult` ``found``, for a target at the wrist singularity, joined
+    by :func:`analytic_result`'s answer ``analytic`` (None or a failure when it has none): every
+    solution of both, distinct, nearest the seed first, at
+    most ``max_solutions`` (None: all). At the wrist singularity the search's answer is the
+    point of the continuum nearest the seed, the subproblems' answers the other branches (and
+    a nearer one, where the target is a hair off the singularity); when the search timed out,
+    the subproblems still answer (``timed_out`` stays set).
+    """
+    if analytic is None or not analytic.success:
+        return found
+    searched = found.solutions if found.success else []
+    candidates = sorted(searched + analytic.solutions, key=lambda q: np.linalg.norm(q - q_seed))
+    keep = []
+    for q in candidates:
+        if all(np.linalg.norm(q - k) >= _DISTINCT for k in keep):
+            keep.append(q)
+    keep = keep[:max_solutions] if max_solutions else keep
+    method = found.method if any(keep[0] is q for q in searched) else analytic.method
+    p_err, o_err = _errors_one(chain.pose(keep[0][chain.moved]), T_target)
+    return IKResult(keep[0], True, p_err, o_err, found.iterations, found.attempts,
+                    f'{method}: {len(keep)} solution(s)', found.timed_out, keep, method)
 
 
 def joint_bounds(model, chain, x_seed, active=None):
@@ -338,7 +362,7 @@ def _turned_into_limits(q, x_seed, limits):
         k = round((seed - x) / _TURN)
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN
-            if lower - ik_analytic.LIMIT_SLACK <= v <= upper + ik_analytic.LIMIT_SLACK:
+            if lower - LIMIT_SLACK <= v <= upper + LIMIT_SLACK:
                 out.append(min(max(v, lower), upper))
                 break
         else:

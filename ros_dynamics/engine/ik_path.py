@@ -368,8 +368,9 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
             break
         move = float(np.abs(r.q - prev).max())
         if n and move > step:
-            message, solved = (f'pose {n}: the branch must change (the solution moves a joint '
-                               f'{move:.3g}, more than max_joint_step {step:g})'), n
+            why = ('the time budget ran out (the answer found in time moves a joint '
+                   if r.timed_out else 'the branch must change (the solution moves a joint ')
+            message, solved = f'pose {n}: {why}{move:.3g}, more than max_joint_step {step:g})', n
             break
         if n:
             largest = max(largest, move)

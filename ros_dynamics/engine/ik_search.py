@@ -46,6 +46,7 @@ _DISTINCT = 1e-3         # [rad or m] solutions closer than this are the same
 _CLOSE = 1e-4            # cost of a row that is about to converge (errors ~1 cm, rad) ...
 _FAST = 0.01             # ... when its last step also cut its cost by this factor or more
 _QUEUED = 16             # seed-table configurations queued for restarts
+_EDGE = 1e-5             # [rad] a solution's angle this far past a limit is clipped in
 
 
 _TWO_PI = 2.0 * np.pi
@@ -187,18 +188,26 @@ class Search:
     def q(self, x):
         """The full configurations (..., nq) for the values ``x`` (..., m) of the searched
         joints, joints that count modulo a turn moved by whole turns toward the seed while
-        inside their limits.
+        inside their limits (within :data:`_EDGE` of a limit: clipped in).
         """
+        return self._turned(x)[0]
+
+    def _turned(self, x):
+        """:meth:`q` and which configurations (...) a clip into the limits moved."""
         q = np.broadcast_to(self.q_seed, x.shape[:-1] + self.q_seed.shape).copy()
         x = x.copy()
+        clipped = np.zeros(x.shape[:-1], dtype=bool)
         turns = self.chain.turns
         if turns is not None:
             seed = self.q_seed[self.active[turns]]
             near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
-            inside = (near >= self.chain.lower[turns]) & (near <= self.chain.upper[turns])
-            x[..., turns] = np.where(inside, near, x[..., turns])
+            lower, upper = self.chain.lower[turns], self.chain.upper[turns]
+            inside = (near >= lower - _EDGE) & (near <= upper + _EDGE)
+            kept = np.clip(near, lower, upper)
+            clipped = (inside & (kept != near)).any(axis=-1)
+            x[..., turns] = np.where(inside, kept, x[..., turns])
         q[..., self.active] = x
-        return _near_seed(q, self.q_seed, self.periodic)
+        return _near_seed(q, self.q_seed, self.periodic), clipped
 
     def best(self):
         """The lowest-cost configuration met (m,), its position error [m] and orientation
@@ -219,9 +228,15 @@ class Search:
             ok = (sums[:, :2] <= self.tol2).all(1)
             cost = sums[:, 2]
             if ok.any():
-                errors = np.sqrt(sums[ok, :2]).tolist()
-                for q, (p_err, o_err) in zip(self.q(X[ok]), errors):
-                    _add_solution(self.found, q, p_err, o_err)
+                errors = np.sqrt(sums[ok, :2])
+                Q, clipped = self._turned(X[ok])
+                if clipped.any():            # a hair past a limit, clipped in: check again
+                    again = pose_error(chain.poses(Q[clipped][:, self.active]), self.T_target)
+                    errors[clipped] = np.stack([np.linalg.norm(again[:, :3], axis=1),
+                                                np.linalg.norm(again[:, 3:], axis=1)], axis=1)
+                for q, (p_err, o_err) in zip(Q, errors.tolist()):
+                    if p_err ** 2 <= self.tol2[0] and o_err ** 2 <= self.tol2[1]:
+                        _add_solution(self.found, q, p_err, o_err)
             # Enough solutions -- but while the seed's own row is about to converge (close and
             # closing in fast), give it a few more iterations: its solution is the one nearest
             # the seed.
