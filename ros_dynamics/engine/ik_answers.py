@@ -93,11 +93,10 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
 def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions):
     """The search's :class:`IKResult` ``found``, for a target at the wrist singularity, joined
     by :func:`analytic_result`'s answer ``analytic`` (None or a failure when it has none): every
-    solution of both, distinct, nearest the seed first, at
-    most ``max_solutions`` (None: all). At the wrist singularity the search's answer is the
-    point of the continuum nearest the seed, the subproblems' answers the other branches (and
-    a nearer one, where the target is a hair off the singularity); when the search timed out,
-    the subproblems still answer (``timed_out`` stays set).
+    solution of both, distinct, nearest the seed first, at most ``max_solutions`` (None: all).
+    The search's answer is the point of the continuum nearest the seed, the subproblems' the
+    other branches (and a nearer one, where the target is a hair off the singularity); when the
+    search timed out, the subproblems still answer (``timed_out`` stays set).
     """
     if analytic is None or not analytic.success:
         return found

@@ -203,6 +203,8 @@ class Search:
             near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
             lower, upper = self.chain.lower[turns], self.chain.upper[turns]
             inside = (near >= lower - _EDGE) & (near <= upper + _EDGE)
+            if self.inactive is not None:    # a held joint keeps the seed's value as it is
+                inside &= ~self.inactive[turns]
             kept = np.clip(near, lower, upper)
             clipped = (inside & (kept != near)).any(axis=-1)
             x[..., turns] = np.where(inside, kept, x[..., turns])
