@@ -75,6 +75,9 @@ def test_efforts_a_sample_late_are_realigned_with_the_positions(ur5):
              (('aligned', aligned), ('ignored', ignored), ('found', found))}
     assert error['found'] < 1.1 * error['aligned'] < 0.7 * error['ignored']
     assert found.mass == pytest.approx(mass, rel=1e-3)
+    for bad in (float('nan'), float('inf'), -1e-3, '5', True, None):
+        with pytest.raises(InvalidInputError, match='max_effort_delay'):
+            identify_payload_from_positions(ur5, 'tool0', t, q, late, max_effort_delay=bad)
 
 
 def test_payload_on_a_frame_with_a_payload_already_configured(ur5):

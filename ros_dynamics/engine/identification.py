@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -289,8 +290,10 @@ def identify_payload_from_positions(model: Model, frame: str | int, t: ArrayLike
     tau = as_velocity(model, tau, 'tau', q.shape[:-1])
     unbounded = model.angular_joints & ~np.isfinite(model.upper_limits)
     q = np.where(unbounded, np.unwrap(q, axis=0), q)
-    if not (np.isfinite(max_effort_delay) and max_effort_delay >= 0):
-        raise InvalidInputError(f'max_effort_delay: expected a finite value >= 0, got '
+    if isinstance(max_effort_delay, bool) or not isinstance(
+            max_effort_delay, (int, float, np.integer, np.floating)) or not (
+            math.isfinite(max_effort_delay) and max_effort_delay >= 0):
+        raise InvalidInputError(f'max_effort_delay: expected a finite number >= 0 [s], got '
                                 f'{max_effort_delay!r}')
     q_s, v, a = smooth_derivatives(t, q, window, polyorder)
     tau_s, rate, curvature = smooth_derivatives(t, tau, window, polyorder)
