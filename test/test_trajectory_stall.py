@@ -9,6 +9,7 @@ sender a second), so that the process timing the answers does nothing else.
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -89,7 +90,17 @@ class Probe:
         """
         sender = subprocess.Popen([sys.executable, __file__, mode], stdout=subprocess.PIPE,
                                   text=True, cwd=os.path.dirname(__file__))
-        assert sender.stdout.readline().strip() == 'ready'
+        # The states keep streaming while the sender gets ready: a probe idle for those 3-4 s
+        # saw, now and then, no answer for 0.3 s once it streamed again (before the sender
+        # sent anything), a pause of its own making.
+        ready = []
+        threading.Thread(target=lambda: ready.append(sender.stdout.readline()),
+                         daemon=True).start()
+        end = time.monotonic() + 60.0
+        while not ready:
+            assert time.monotonic() < end, f'the {mode} sender never got ready'
+            self.step()
+        assert ready[0].strip() == 'ready'
         self.received.clear()
         self.sent.clear()
         self.started = time.monotonic()
