@@ -62,9 +62,10 @@ class Probe:
     come back, from this process; :meth:`step` publishes one and spins once (about 500 Hz).
 
     The node is timed from this process's side of the middleware, and that side can stall too:
-    while another process sends a 5.6 MB request, this process's ``publish`` has been seen held
-    0.3-0.33 s inside Fast DDS (a faulthandler dump showed rclpy's ``Publisher.publish``; the node's
-    joint-state callback ran until the last state that got through, and again at once after).
+    this process's ``publish`` has been seen held 0.3-0.33 s inside Fast DDS (a faulthandler
+    dump showed rclpy's ``Publisher.publish``; the node's joint-state callback ran until the
+    last state that got through, and again at once after), when it streamed again after idling
+    while its sender got ready (:meth:`start` no longer idles).
     A state not yet sent cannot be answered, so :meth:`gaps` counts the node's part of each gap.
     """
 
