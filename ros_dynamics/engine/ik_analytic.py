@@ -142,16 +142,17 @@ class Family:
                 'w2': tuple(_perpendicular(g.h[1]).tolist()),
                 'w6': tuple(_perpendicular(g.h[5]).tolist())}
 
-    def solve_one(self, R, p):
+    def solve_one(self, R, p, exact_only=False):
         """:meth:`solve` for one pose, in Python floats (a few times faster for one pose):
-        eight ``(q, exact)``, ``q`` a 6-tuple.
+        eight ``(q, exact)``, ``q`` a 6-tuple -- with ``exact_only``, only the exact ones (the
+        branches whose arm is out of reach are not carried through the wrist).
         """
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p
         v = self._vectors
         R06 = R.dot(v['R0T']).tolist()
         solver = _three_parallel_one if self.name == 'three_parallel' else _spherical_wrist_one
-        out = solver(v, R06, tuple(p.tolist()), self.shoulder)
+        out = solver(v, R06, tuple(p.tolist()), self.shoulder, exact_only)
         if self.geometry.reversed:
             out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
         return out
@@ -431,7 +432,7 @@ def _neg(a):
     return (-a[0], -a[1], -a[2])
 
 
-def _three_parallel_one(v, R06, p, _shoulder):
+def _three_parallel_one(v, R06, p, _shoulder, exact_only):
     """:func:`_three_parallel` for one pose (see :meth:`Family.solve_one`)."""
     h1, h2, h3, _, h5, h6 = v['h']
     p12, p23, p34, p45, _ = v['p']
@@ -440,12 +441,16 @@ def _three_parallel_one(v, R06, p, _shoulder):
     R06h6, w = _apply(R06, h6), v['w2']
     out = []
     q1s, e1 = sp4_one(x, h2, h1, d1)
+    if exact_only and not e1:
+        return out
     for q1 in q1s:
         c1, s1 = math.cos(q1), math.sin(q1)
         a = rotate_cs(h1, c1, -s1, R06h6)                            # R16 h6
         b = _apply_t(R06, rotate_cs(h1, c1, s1, h2))                 # R16^T h2
         x1base = _sub(rotate_cs(h1, c1, -s1, x), p12)
         q5s, e5 = sp4_one(h2, h6, h5, dot3(h2, a))
+        if exact_only and not e5:
+            continue
         for q5 in q5s:
             c5, s5 = math.cos(q5), -math.sin(q5)                     # of -q5
             q6 = sp1_one(b, rotate_cs(h5, c5, s5, h2), h6)
@@ -460,13 +465,15 @@ def _three_parallel_one(v, R06, p, _shoulder):
                     h6, -q6, rotate_cs(h5, c5, s5, w)))), h2)
             x1 = _sub(x1base, rotate3(h2, q14, p45))
             q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))
+            if exact_only and not e3:
+                continue
             for q3 in q3s:
                 q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
                 out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e1 and e5 and e3))
     return out
 
 
-def _spherical_wrist_one(v, R06, p, shoulder):
+def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
     """:func:`_spherical_wrist` for one pose (see :meth:`Family.solve_one`)."""
     h1, h2, h3, h4, h5, h6 = v['h']
     p12, p23, p3c, _, _ = v['p']
@@ -474,6 +481,8 @@ def _spherical_wrist_one(v, R06, p, shoulder):
     arms = []                                                        # (q1, q2, q3, exact)
     if shoulder == 'parallel':
         q1s, e1 = sp4_one(c, h2, h1, dot3(h2, _add(_add(p12, p23), p3c)))
+        if exact_only and not e1:
+            return []
         for q1 in q1s:
             y = _sub(rotate3(h1, -q1, c), p12)
             q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(y, y)))
@@ -482,17 +491,23 @@ def _spherical_wrist_one(v, R06, p, shoulder):
                 arms.append((q1, q2, q3, e1 and e3))
     else:
         q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(c, c)))
+        if exact_only and not e3:
+            return []
         for q3 in q3s:
             pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
             arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
     R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
     out = []
     for q1, q2, q3, e in arms:
+        if exact_only and not e:
+            continue
         R36h6, R36w = R06h6, R06w
         for k, t in ((h1, q1), (h2, q2), (h3, q3)):                # turned back by -t
             c, s = math.cos(t), -math.sin(t)
             R36h6, R36w = rotate_cs(k, c, s, R36h6), rotate_cs(k, c, s, R36w)
         pairs, e45 = sp2_one(R36h6, h6, _neg(h4), h5)
+        if exact_only and not e45:
+            continue
         for q4, q5 in pairs:
             q6 = sp1_one(v['w6'], rotate3(h5, -q5, rotate3(h4, -q4, R36w)), h6)
             out.append(((q1, q2, q3, q4, q5, q6), e and e45))

@@ -195,8 +195,8 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
     turned = held.turned(T_target, values)
     k = held.before
     before, after = values[:k], values[k:]
-    candidates = [(before + q + after, exact)
-                  for q, exact in held.family.solve_one(turned[:3, :3], turned[:3, 3])]
+    candidates = [(before + q + after, True)
+                  for q, _ in held.family.solve_one(turned[:3, :3], turned[:3, 3], True)]
     if held.family.snapped:
         candidates = _polished(chain, candidates, T_target, held.free, p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
@@ -214,15 +214,18 @@ def _polished(chain, candidates, T_target, active, p_tol, o_tol):
     if not len(X):
         return []
     error = PoseError(T_target)
+    T, JT = chain.poses(X), None      # slightly snapped geometries need no step: no Jacobian
     for step in range(ik_analytic.POLISH_STEPS + 1):
-        T, JT = chain.evaluate(X)
         e = error(T)
         p2, o2 = np.einsum('bi,bi->b', e[:, :3], e[:, :3]), np.einsum('bi,bi->b', e[:, 3:],
                                                                       e[:, 3:])
         within = (p2 <= p_tol * p_tol) & (o2 <= o_tol * o_tol)
         if step == ik_analytic.POLISH_STEPS or within.all():
             break
+        if JT is None:
+            JT = chain.evaluate(X)[1]
         ik_analytic.gauss_newton_step(X, JT, e, active)
+        T, JT = chain.evaluate(X)
     errors = zip(np.sqrt(p2[within]).tolist(), np.sqrt(o2[within]).tolist())
     return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
