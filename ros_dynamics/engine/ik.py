@@ -86,8 +86,8 @@ class IKSolver:
     def prepare(self, frame: str, samples: int = 20000, rng=0) -> SeedTable:
         """Build (or rebuild) the seed table of ``frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
         ``samples`` configurations inside the limits indexed by the frame's pose, from which
-        later :meth:`solve` calls start next to their targets. A one-time cost (16-30 ms and
-        about 3 MB for 20,000 samples of the benchmark's 6- to 9-joint arms) that makes most
+        later :meth:`solve` calls start next to their targets. A one-time cost (20-40 ms and
+        about 6 MB for 20,000 samples of the benchmark's 6- to 9-joint arms) that makes most
         solves about twice as fast and rarely-solved targets reliable. ``rng``: seed or
         generator of the samples.
         """
@@ -194,7 +194,7 @@ class IKSolver:
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
 
-#: Most seed-table samples :meth:`IKSolver.prepare` takes (about 150 MB for a 7-joint arm).
+#: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 220 MB, 7 joints).
 MAX_SEED_SAMPLES = 1_000_000
 
 
