@@ -55,6 +55,7 @@ PANDA = 'panda_description/urdf/panda.urdf'                    # 7 DOF + mimic f
 UR5 = 'ur_description/urdf/ur5_robot.urdf'                      # 6 DOF, fixed world link
 KINOVA = 'kinova_description/robots/kinova.urdf'               # continuous joints
 TALOS = 'talos_data/robots/talos_reduced.urdf'                  # branched humanoid, many fixed
+BAXTER = 'baxter_description/urdf/baxter.urdf'                  # no IK family: 10 mm wrist offset
 TIAGO = 'tiago_description/robots/tiago.urdf'                   # prismatic torso joint
 PR2 = 'pr2_description/urdf/pr2.urdf'                           # branched, prismatic, continuous
 COMPARED = [PANDA, UR5, KINOVA, TALOS, TIAGO, PR2]

@@ -7,7 +7,7 @@ import time
 from builtin_interfaces.msg import Time
 import numpy as np
 import pytest
-from robots import DEMO_ARM, PANDA, PR2, TALOS, UR5, erd, load
+from robots import BAXTER, DEMO_ARM, PANDA, PR2, TALOS, UR5, erd, load
 from ros_helpers import NodeProcess, client_node, spin_until
 
 rclpy = pytest.importorskip('rclpy', reason='ROS 2 (rclpy) is part of make env')
@@ -20,8 +20,6 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 from ros_dynamics.ros.default_tips import default_tips  # noqa: E402
 from ros_dynamics.ros.output_publisher import StampDecimator  # noqa: E402
-
-BAXTER = 'baxter_description/urdf/baxter.urdf'
 
 
 @pytest.mark.parametrize('robot, expected', [

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from robots import COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd, load
+from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd, load
 
 from ros_dynamics.engine import (
     IKSolver,
@@ -78,7 +78,7 @@ def test_a_seed_that_already_reaches_the_target_is_the_answer():
     it is: the seed comes back without a search. A seed beyond a joint limit is not an answer,
     however well it reaches.
     """
-    model = load(erd('baxter_description/urdf/baxter.urdf'))
+    model = load(erd(BAXTER))
     solver = IKSolver(model)
     moved = solver.chain('left_gripper').moved
     q = model.middle_configuration()
@@ -320,7 +320,7 @@ def test_joints_that_do_not_move_the_tip_keep_the_seed():
 @pytest.mark.parametrize('robot, tip, held, method', [
     (PANDA, 'panda_hand', 6, 'analytic spherical_wrist'),      # the other six: a family
     (PANDA, 'panda_hand', 0, 'numerical'),
-    ('baxter_description/urdf/baxter.urdf', 'left_gripper', 0, 'numerical'),
+    (BAXTER, 'left_gripper', 0, 'numerical'),
     (UR5, 'tool0', 5, 'numerical'),                           # a turn of range: not wrapped
 ])
 def test_a_joint_held_by_the_caller_keeps_its_value_outside_its_limits(robot, tip, held, method):

@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Arm
 import pytest
-from robots import KINOVA, PANDA, TALOS, TIAGO, UR5, erd, load
+from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, erd, load
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_analytic
@@ -365,7 +365,7 @@ def test_a_calibrated_description_is_recognised_snapped_and_polished(tmp_path):
 
 
 def test_chains_of_no_family_stay_numerical_and_weights_force_it():
-    baxter = load(erd('baxter_description/urdf/baxter.urdf'))
+    baxter = load(erd(BAXTER))
     solver = IKSolver(baxter)
     assert solver.family('left_gripper') is None
     rng = np.random.default_rng(14)

@@ -4,7 +4,7 @@ kinematics, one branch kept, failures naming the first pose at fault.
 import numpy as np
 from pinocchio_reference import Arm
 import pytest
-from robots import PANDA, UR5, erd
+from robots import BAXTER, PANDA, UR5, erd
 
 from ros_dynamics.engine import InvalidInputError, ShapeError
 from ros_dynamics.engine.ik_requests import MAX_PATH_POSES
@@ -162,11 +162,11 @@ def test_a_path_with_a_continuous_witness_is_followed_within_its_bound(ur5):
     assert followed >= 100
 
 
-def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_pose_by_pose():
+def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_numerically():
     """With Panda's last joint held where the seed has it, the other six lose the target part
     way along some lines (they pass a singular configuration of their own). The poses before
-    keep that joint; the path goes on pose by pose from there, moving it -- one branch, every
-    pose checked with Pinocchio.
+    keep that joint; the path goes on from there by the batched numerical iteration, moving it
+    -- one branch, every pose checked with Pinocchio.
     """
     panda = Arm(erd(PANDA), 'panda_hand')
     model, moved = panda.model, panda.solver.chain('panda_hand').moved
@@ -178,17 +178,67 @@ def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_pose_by_pose():
         d = rng.normal(size=3)
         T = line(panda.pose(q0), d / np.linalg.norm(d), 0.099, 100)          # 1 mm steps
         result = panda.solver.solve_path('panda_hand', T, q0, timeout=5.0)
-        if not (result.success and result.method.startswith('pose by pose')):
+        if not (result.success and 'numerical' in result.method):
             continue
         continued += 1
         held = result.q[:, moved[6]]
         k = int(np.argmax(held != q0[moved[6]]))                # the first pose that moves it
         assert k >= 1 and np.all(held[:k] == q0[moved[6]])
-        assert 'analytic spherical_wrist, panda_joint7 held' in result.method
+        assert 'analytic spherical_wrist, panda_joint7 held then numerical batched' in \
+            result.method
         for q, T_n in zip(result.q, T):
             assert np.abs(panda.pose(q) - T_n).max() < 1e-5
+        assert np.all((result.q >= model.lower_limits) & (result.q <= model.upper_limits))
         assert np.abs(np.diff(result.q, axis=0)).max() <= 0.5
     assert continued >= 2
+
+
+def test_an_arm_of_no_family_follows_lines_in_batches():
+    """Baxter's arm fits no analytic family: its lines are iterated numerically, every pose of a
+    block at once (the blocks' seams included: 100 poses), one branch -- each pose checked with
+    Pinocchio, inside the limits, no joint moving more than the bound between poses.
+    """
+    baxter = Arm(erd(BAXTER), 'left_gripper')
+    model, chain = baxter.model, baxter.solver.chain('left_gripper')
+    lo, hi = model.sampling_lower, model.sampling_upper
+    rng = np.random.default_rng(5)
+    batched = 0
+    for _ in range(10):
+        q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
+        d = rng.normal(size=3)
+        T = line(baxter.pose(q0), d / np.linalg.norm(d), 0.099, 100)          # 1 mm steps
+        result = baxter.solver.solve_path('left_gripper', T, q0, timeout=5.0)
+        if result.method != 'numerical batched':
+            continue
+        batched += 1
+        assert result.success and result.solved == 100
+        check_path(baxter, result.q, T, tol=1e-5)
+        assert np.max(np.abs(result.q[0] - q0)) < 1e-5          # the seed reaches pose 0
+        steps = np.abs(np.diff(result.q[:, chain.moved], axis=0)).max(axis=1)
+        assert steps.max() <= 0.5 and result.max_joint_step == pytest.approx(steps.max())
+    assert batched >= 7
+
+
+def test_a_batched_line_into_a_joint_limit_stops_at_the_pose_the_limit_bites():
+    """Baxter's wrist pitch starting 0.02 rad inside its upper limit, the tip pushed along the
+    direction that joint moves it: the poses before the limit are solved inside the limits,
+    then the path fails there, naming the pose (with the poses before it solved).
+    """
+    baxter = Arm(erd(BAXTER), 'left_gripper')
+    model = baxter.model
+    w1 = model.q_names.index('left_w1')
+    q0 = model.middle_configuration()
+    q0[w1] = model.upper_limits[w1] - 0.02
+    q1 = q0.copy()
+    q1[w1] += 1e-6
+    J = (baxter.pose(q1)[:3, 3] - baxter.pose(q0)[:3, 3]) / 1e-6        # Pinocchio's FK
+    T = line(baxter.pose(q0), J / np.linalg.norm(J), 0.2, 201)           # 1 mm steps
+    result = baxter.solver.solve_path('left_gripper', T, q0, timeout=5.0)
+    assert not result.success and 0 < result.solved < 201
+    assert result.message.startswith(f'pose {result.solved}:'), result.message
+    check_path(baxter, result.q[:result.solved], T[:result.solved], tol=1e-5)
+    assert np.abs(np.diff(result.q[:result.solved], axis=0)).max() <= 0.5
+    assert result.q[result.solved - 1, w1] <= model.upper_limits[w1]
 
 
 @pytest.mark.parametrize('targets, error, match', [

@@ -339,11 +339,19 @@ def _spherical_wrist(g, R, p, shoulder):
 
 def pose_errors(T, T_targets):
     """Errors ``[p_target - p; log(R_target R^T)]`` (B, 6) of poses ``T`` (B, 4, 4) against
-    ``T_targets`` (B, 4, 4) or one target (4, 4), in the root frame's axes.
+    ``T_targets`` (B, 4, 4) or one target (4, 4), in the root frame's axes: the rotation's
+    angle from its sine and cosine and its axis from the skew part (:func:`_sine_cosine`), the
+    full logarithm only past 2.5 rad (near pi the skew part loses the axis).
     """
     e = np.empty((len(T), 6))
     e[:, :3] = T_targets[..., :3, 3] - T[:, :3, 3]
-    e[:, 3:] = log_so3(T_targets[..., :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2))
+    M, s, c = _sine_cosine(T, T_targets)
+    sin = np.sqrt(np.einsum('bi,bi->b', s, s))
+    angle = np.arctan2(sin, c)
+    e[:, 3:] = s * (angle / np.maximum(sin, 1e-300))[:, None]
+    far = angle > 2.5
+    if far.any():
+        e[far, 3:] = log_so3(M[far])
     return e
 
 
@@ -353,11 +361,19 @@ def error_norms(T, T_targets):
     and cosine of ``R_target R^T`` (accurate near zero, without the logarithm's axis).
     """
     dp = T_targets[:, :3, 3] - T[:, :3, 3]
-    M = np.einsum('bij,bkj->bik', T_targets[:, :3, :3], T[:, :3, :3])
-    s = M[:, [2, 0, 1], [1, 2, 0]] - M[:, [1, 2, 0], [2, 0, 1]]          # 2 sin(angle) axis
-    c = M[:, 0, 0] + M[:, 1, 1] + M[:, 2, 2] - 1.0                     # 2 cos(angle)
+    _, s, c = _sine_cosine(T, T_targets)
     return np.sqrt(np.einsum('bi,bi->b', dp, dp)), \
         np.arctan2(np.sqrt(np.einsum('bi,bi->b', s, s)), c)
+
+
+def _sine_cosine(T, T_targets):
+    """``M = R_target R^T`` (B, 3, 3) of poses ``T`` (B, 4, 4) against ``T_targets`` (B, 4, 4)
+    or one target (4, 4), ``sin(angle) axis`` (B, 3) and ``cos(angle)`` (B,) of ``M``.
+    """
+    M = T_targets[..., :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2)
+    s = 0.5 * (M[:, [2, 0, 1], [1, 2, 0]] - M[:, [1, 2, 0], [2, 0, 1]])
+    c = 0.5 * (M[:, 0, 0] + M[:, 1, 1] + M[:, 2, 2] - 1.0)
+    return M, s, c
 
 
 def polish(chain, X, T_targets, active, tolerance):

@@ -6,8 +6,12 @@ together; the path then starts on the solution nearest the seed and, pose after 
 solution nearest the previous one (each joint moved by whole turns toward it inside its limits).
 A chain of more than six joints with a family once the others are held
 (:mod:`~ros_dynamics.engine.ik_held`) tries that, with the held joints at the seed's values all
-along. Other chains, and those where that fails, solve pose after pose
-(:meth:`IKSolver.solve`), each seeded with the previous solution. Either way a path is a
+along. Other chains, and those from the pose where that fails, iterate damped least squares on
+:data:`BLOCK` poses at once, each block starting from the last solution before it (where the
+joint velocity leads); from a pose that misses the tolerances, a limit or the step bound -- and
+an analytic path at the wrist singularity -- they solve pose after pose
+(:meth:`IKSolver.solve`: restarts, the active set at limits), each seeded with the previous
+solution. Either way a path is a
 success only when every pose is reached within the tolerances and no joint moves more than
 ``max_joint_step`` between consecutive poses: a larger jump means the arm would have to change
 branch (pass a singularity or a limit), and the path fails naming the first pose where that
@@ -22,6 +26,7 @@ import numpy as np
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
 from .ik_answers import joint_bounds, seed_result
+from .ik_chain import LIMIT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -30,6 +35,7 @@ from .ik_requests import (
     check_tolerance,
     seconds,
 )
+from .ik_search import damped_step
 from .spatial import inverse_transform
 
 
@@ -80,13 +86,18 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     active = active_mask(model, chain, active_joints)
     family = solver._family(chain, q_seed, active)
     held = solver._held_joints(chain) if family is None and active is None else None
-    if family is None and held is None:
-        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
-                             orientation_tolerance, step, active_joints, deadline)
     T_root = T
     if chain.root_body:
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
         T_root = inverse_transform(T_world_root) @ T
+    if family is None and held is None:
+        start = _batched(model, chain, T_root, q_seed, None, active, position_tolerance,
+                         orientation_tolerance, step, deadline)
+        if start.success:
+            return start
+        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
+                             orientation_tolerance, step, active_joints, deadline,
+                             start if start.solved else None)
     if family is not None:
         result = _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
                            orientation_tolerance, step)
@@ -99,7 +110,12 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
                        orientation_tolerance, step)
     if result.success:
         return result
-    # ... else pose by pose from the first pose they cannot reach, where each pose may move them.
+    # ... else, from the first pose they cannot reach, by the batched numerical iteration,
+    # which moves them, and what that leaves pose by pose.
+    result = _batched(model, chain, T_root, q_seed, result, active, position_tolerance,
+                      orientation_tolerance, step, deadline)
+    if result.success:
+        return result
     return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                          orientation_tolerance, step, active_joints, deadline, result)
 
@@ -333,6 +349,104 @@ def _why(n, ok):
 
 
 _TURN = 2.0 * math.pi
+
+
+#: Poses the batched numerical path iterates together, each block starting from the last
+#: solution of the one before (a continuation: 1 mm apart, a block spans a few cm).
+BLOCK = 64
+#: Damped least-squares iterations a block gets before its unconverged poses go pose by pose.
+BLOCK_ITERATIONS = 8
+
+
+def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadline):
+    """The path by damped least squares (the search's step, :mod:`.ik_search`) on
+    :data:`BLOCK` poses at a time, every pose of a block starting from the last solution before
+    it and pulled toward it in the task's null space (redundant arms keep their posture), the
+    iterates inside the joint limits -- for chains with no analytic family (and a held-joint
+    path from the pose its held joints cannot reach: ``start``, the :class:`PathResult` whose
+    solved poses are kept). ``T`` (N, 4, 4) in the chain's root frame. Stops at the first pose
+    not reached within the tolerances (and :data:`BLOCK_ITERATIONS`), outside the limits, or
+    more than ``step`` from the one before: a :class:`PathResult` of the poses before it, which
+    the pose-by-pose search goes on from (singularities, limits: its restarts and active set).
+    Only with every joint ``active`` (else nothing is solved here).
+    """
+    N, moved = len(T), chain.moved
+    q = np.repeat(q_seed[None], N, axis=0)
+    pe, oe = np.full(N, np.nan), np.full(N, np.nan)
+    solved, largest, methods = 0, 0.0, []
+    if start is not None:
+        solved, largest = start.solved, start.max_joint_step
+        q[:solved], pe[:solved], oe[:solved] = (start.q[:solved], start.position_error[:solved],
+                                                start.orientation_error[:solved])
+        methods.append(start.method)
+    prev = q[solved - 1, moved] if solved else q_seed[moved]
+    lower, upper = model.lower_limits[moved], model.upper_limits[moved]
+    redundant = len(moved) > 6
+    stopped = active is not None
+    while solved < N and not stopped and time.monotonic() < deadline:
+        block = slice(solved, min(solved + BLOCK, N))
+        # Each pose starts where the last solved poses' joint velocity leads (a straight
+        # line's configurations change at an almost steady rate), none before two are solved.
+        velocity = q[solved - 1, moved] - q[solved - 2, moved] if solved >= 2 else None
+        X, p_err, o_err, done = _block(chain, T[block], prev, velocity, redundant, p_tol,
+                                       o_tol, deadline)
+        inside = np.all((X >= lower - LIMIT_SLACK) & (X <= upper + LIMIT_SLACK), axis=1)
+        moves = np.abs(np.diff(np.concatenate([prev[None], X]), axis=0)).max(axis=1)
+        if solved == 0:
+            moves[0] = 0.0                     # the first pose may be anywhere from the seed
+        good = done & inside & (moves <= step)
+        n = len(X) if good.all() else int(np.argmin(good))
+        if n:
+            rows = slice(solved, solved + n)
+            q[rows, moved] = np.clip(X[:n], lower, upper)
+            pe[rows], oe[rows] = p_err[:n], o_err[:n]
+            largest = max(largest, float(moves[:n].max()))
+            prev, solved = q[solved + n - 1, moved], solved + n
+        stopped = n < len(X)
+    if not methods or solved > start.solved:
+        methods.append('numerical batched')
+    if solved < N:
+        q[solved:] = q[solved - 1] if solved else q_seed
+    method = ' then '.join(methods)
+    message = f'{method}: {N} poses, largest joint step {largest:.3g}' if solved == N else ''
+    return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+def _block(chain, T, x_start, velocity, redundant, p_tol, o_tol, deadline):
+    """Damped least squares for the poses ``T`` (n, 4, 4) from ``x_start`` (m,), the k-th
+    pose from ``x_start + k velocity`` (velocity (m,) or None) and pulled toward it in the
+    task's null space when ``redundant``: the configurations (n, m), their position and
+    orientation errors (n,) and which converged (n,). Converged rows stop; the others step
+    until :data:`BLOCK_ITERATIONS` or the ``deadline``.
+    """
+    n = len(T)
+    X = np.repeat(x_start[None], n, axis=0)
+    if velocity is not None:
+        X += np.arange(1, n + 1)[:, None] * velocity
+        np.clip(X, chain.clip_lower, chain.clip_upper, out=X)
+    guess = X.copy()
+    done = np.zeros(n, dtype=bool)
+    p_err, o_err = np.full(n, np.inf), np.full(n, np.inf)
+    rows = np.arange(n)
+    for iteration in range(BLOCK_ITERATIONS + 1):
+        if iteration or velocity is not None:
+            T_rows, JT = chain.evaluate(X[rows])
+        else:                           # every row at the start: one evaluation for all
+            T_rows, JT = (np.repeat(a, n, axis=0) for a in chain.evaluate(x_start[None]))
+        e = ik_analytic.pose_errors(T_rows, T[rows])
+        p2 = np.einsum('bi,bi->b', e[:, :3], e[:, :3])
+        o2 = np.einsum('bi,bi->b', e[:, 3:], e[:, 3:])
+        p_err[rows], o_err[rows] = np.sqrt(p2), np.sqrt(o2)
+        ok = (p2 <= p_tol * p_tol) & (o2 <= o_tol * o_tol)
+        done[rows[ok]] = True
+        if ok.all() or time.monotonic() >= deadline:
+            break
+        keep = ~ok
+        rows, JT, e = rows[keep], JT[keep], e[keep]
+        pull = guess[rows] - X[rows] if redundant else None
+        X[rows] = np.clip(X[rows] + damped_step(JT, e, 0.5 * (p2[keep] + o2[keep]), pull),
+                          chain.clip_lower, chain.clip_upper)
+    return X, p_err, o_err, done
 
 
 def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline,

@@ -345,6 +345,22 @@ class Search:
         self.attempts += len(rows)
 
 
+def damped_step(JT, e, cost, pull=None):
+    """The damped least-squares steps (B, m) of rows with transposed Jacobians ``JT``
+    (B, m, 6), errors ``e`` (B, 6) and costs ``e^T e / 2`` (B,): ``(J^T J + lambda I) dq =
+    J^T e`` with :class:`Search`'s damping ``lambda``, plus ``g lambda pull`` (B, m) when given
+    (a pull toward a configuration in the task's null space, as :meth:`Search.run`'s).
+    """
+    damping = _DAMPING * cost + _LAMBDA0
+    A = JT @ JT.transpose(0, 2, 1)
+    m = A.shape[1]
+    A.reshape(len(A), m * m)[:, ::m + 1] += damping[:, None]
+    rhs = (JT @ e[:, :, None])[..., 0]
+    if pull is not None:
+        rhs += (_NULLSPACE_GAIN * damping)[:, None] * pull
+    return np.linalg.solve(A, rhs[..., None])[..., 0]
+
+
 def _near_seed(q, q_seed, periodic):
     """Joints whose angle is unbounded (``periodic``) of ``q`` (..., nq) moved by whole turns
     to the angle nearest the seed, in place.
