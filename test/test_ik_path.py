@@ -22,6 +22,18 @@ def line(T0, direction, length, n):
     return T
 
 
+def random_lines(arm, count, seed):
+    """``count`` pairs ``(q0, T)``: a configuration a fifth of each joint's range inside its
+    limits and 100 poses 1 mm apart from its tip's pose along a random direction.
+    """
+    lo, hi = arm.model.sampling_lower, arm.model.sampling_upper
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
+        d = rng.normal(size=3)
+        yield q0, line(arm.pose(q0), d / np.linalg.norm(d), 0.099, 100)
+
+
 def check_path(arm, Q, T, tol=1e-9):
     """Each configuration of ``Q`` puts the tip at its pose of ``T`` (Pinocchio), in limits."""
     assert len(Q) == len(T)
@@ -170,13 +182,8 @@ def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_numerically():
     """
     panda = Arm(erd(PANDA), 'panda_hand')
     model, moved = panda.model, panda.solver.chain('panda_hand').moved
-    lo, hi = model.sampling_lower, model.sampling_upper
-    rng = np.random.default_rng(5)
     continued = 0
-    for _ in range(10):
-        q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
-        d = rng.normal(size=3)
-        T = line(panda.pose(q0), d / np.linalg.norm(d), 0.099, 100)          # 1 mm steps
+    for q0, T in random_lines(panda, 10, 5):
         result = panda.solver.solve_path('panda_hand', T, q0, timeout=5.0)
         if not (result.success and 'numerical' in result.method):
             continue
@@ -199,14 +206,9 @@ def test_an_arm_of_no_family_follows_lines_in_batches():
     Pinocchio, inside the limits, no joint moving more than the bound between poses.
     """
     baxter = Arm(erd(BAXTER), 'left_gripper')
-    model, chain = baxter.model, baxter.solver.chain('left_gripper')
-    lo, hi = model.sampling_lower, model.sampling_upper
-    rng = np.random.default_rng(5)
+    chain = baxter.solver.chain('left_gripper')
     batched = 0
-    for _ in range(10):
-        q0 = rng.uniform(lo + 0.2 * (hi - lo), hi - 0.2 * (hi - lo))
-        d = rng.normal(size=3)
-        T = line(baxter.pose(q0), d / np.linalg.norm(d), 0.099, 100)          # 1 mm steps
+    for q0, T in random_lines(baxter, 10, 5):
         result = baxter.solver.solve_path('left_gripper', T, q0, timeout=5.0)
         if result.method != 'numerical batched':
             continue
