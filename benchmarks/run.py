@@ -341,7 +341,7 @@ def _ik_row(check, goals, answers, times, counts=None):
 
 
 #: Arms of the path section: (URDF, tip) of IK_ARMS.
-PATH_ARMS = ('ur5', 'kinova', 'z1', 'panda')
+PATH_ARMS = ('ur5', 'kinova', 'z1', 'panda', 'baxter left arm (branched)')
 
 
 def bench_ik_path(paths, poses, rng):
