@@ -5,6 +5,7 @@ import time
 import warnings
 
 import numpy as np
+from pinocchio_reference import Arm
 import pytest
 from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd, load
 
@@ -71,6 +72,46 @@ def test_a_seed_near_the_answer_gives_the_nearby_solution():
         assert_solution(model, 'tool0', T, result)
         # No jump: at most the other elbow/wrist branch when both lie next to the seed.
         assert np.abs(result.q - seed).max() < 0.25
+
+
+def test_a_warm_seed_of_an_arm_without_a_family_converges_alone():
+    """Baxter's arm (numerical) tracking a target: a seed 0.01 rad from the answer is iterated
+    alone, without the search's set-up, and converges in at most four iterations to the nearby
+    solution (Pinocchio's pose) -- but near a singularity (the wrist straight: slower than
+    quadratic convergence), and next to a joint limit the step would cross, the search answers
+    instead, inside the limits.
+    """
+    arm = Arm(erd(BAXTER), 'left_gripper')
+    model, chain = arm.model, arm.solver.chain('left_gripper')
+    lo, hi = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    rng = np.random.default_rng(63)
+    alone = 0
+    for i in range(20):
+        q_true = model.middle_configuration()
+        q_true[chain.moved] = rng.uniform(lo + 0.3, hi - 0.3)
+        T = arm.pose(q_true)
+        seed = q_true.copy()
+        seed[chain.moved] += rng.normal(scale=0.01, size=len(chain.moved))
+        result = arm.solver.solve('left_gripper', T, seed, rng=i)
+        assert result.success and result.method == 'numerical', result.message
+        if result.message.startswith('converged from the seed'):
+            alone += 1
+            assert result.attempts == 1 and 1 <= result.iterations <= 4
+        assert np.abs(arm.pose(result.q) - T).max() < 1e-5
+        assert np.abs(result.q - seed).max() < 0.1
+    assert alone >= 18
+    # At the wrist pitch's upper limit, the seed pushed past where the target needs it.
+    j = model.q_names.index('left_w1')
+    q_true = model.middle_configuration()
+    q_true[j] = model.upper_limits[j]
+    T = arm.pose(q_true)
+    seed = q_true.copy()
+    seed[j] -= 0.005
+    seed[chain.moved[0]] += 0.005
+    result = arm.solver.solve('left_gripper', T, seed, rng=1, timeout=0.5)
+    assert result.success and not result.message.startswith('converged from the seed')
+    assert np.abs(arm.pose(result.q) - T).max() < 1e-5
+    assert np.all((result.q >= model.lower_limits) & (result.q <= model.upper_limits))
 
 
 def test_a_seed_that_already_reaches_the_target_is_the_answer():

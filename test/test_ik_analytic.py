@@ -208,6 +208,16 @@ def test_a_target_at_the_wrist_singularity_is_solved_and_a_seed_there_stays(rela
         np.testing.assert_allclose(result.solutions[0], q, rtol=0, atol=1e-9)
         for s in result.solutions:
             assert_solves(a, s, T, 1e-5)
+        # A seed near it (a robot tracking the target) converges alone, and the subproblems'
+        # other branches join its answer.
+        near = q.copy()
+        near[moved] += 0.003
+        result = a.solver.solve(tip, T, near)
+        assert result.success and len(result.solutions) >= 2, result.message
+        for s in result.solutions:
+            assert_solves(a, s, T, 1e-5)
+        d = [np.linalg.norm(s - near) for s in result.solutions]
+        assert d == sorted(d) and d[0] < 0.1
         # Away from it (joint 5 a hundredth of a radian off), the subproblems answer.
         q[moved[4]] += 0.01
         assert not family.any_singular([q[moved]])

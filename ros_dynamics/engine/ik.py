@@ -20,7 +20,14 @@ import numpy as np
 
 from . import ik_analytic, ik_held, kinematics
 from .exceptions import InvalidInputError
-from .ik_answers import IKResult, analytic_result, held_result, seed_result, with_closed_form
+from .ik_answers import (
+    IKResult,
+    analytic_result,
+    held_result,
+    seed_result,
+    warm_result,
+    with_closed_form,
+)
 from .ik_chain import Chain
 from .ik_path import PathResult, solve_path
 from .ik_requests import active_mask, check_request, seconds
@@ -140,22 +147,29 @@ class IKSolver:
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
         handed = None                    # the subproblems' answer at the wrist singularity
+        result = None                    # the seed's own answer
         if w is None:
             family = self._family(chain, q_seed, active)
-            result, singular = self._closed_form(chain, family, T_target, q_seed, active,
+            answer, singular = self._closed_form(chain, family, T_target, q_seed, active,
                                                  position_tolerance, orientation_tolerance,
                                                  max_solutions, deadline)
-            if result is not None and not singular:
-                return result
-            handed = result if singular else None
+            if answer is not None and not singular:
+                return answer
+            handed = answer if singular else None
             if (max_solutions or 1) == 1:
-                result = seed_result(model, chain, T_target, q_seed, position_tolerance,
-                                     orientation_tolerance)
-                if result is not None:
-                    return result
-        search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
-                         position_tolerance, orientation_tolerance, position_only, rng, active)
-        result = _result(search, deadline, q_seed, int(max_solutions or 1))
+                # The seed reaches the target, or is near it: no search to set up.
+                T_seed = chain.pose(q_seed[chain.moved])
+                seed = seed_result(model, chain, T_target, q_seed, position_tolerance,
+                                   orientation_tolerance, T_seed)
+                if seed is not None:
+                    return seed
+                result = warm_result(model, chain, T_target, q_seed, T_seed, active,
+                                     position_tolerance, orientation_tolerance)
+        if result is None:
+            search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
+                            position_tolerance, orientation_tolerance, position_only, rng,
+                            active)
+            result = _result(search, deadline, q_seed, int(max_solutions or 1))
         if handed is None:
             return result
         # At the wrist singularity the search answers from the seed; the subproblems' solutions

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held
 from .ik_chain import LIMIT_SLACK
-from .ik_search import PoseError, pose_error
+from .ik_search import PoseError, from_seed, pose_error
 from .ik_seeds import feature_distance2
 
 
@@ -338,6 +338,31 @@ def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None):
         return None
     return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1, 'the seed already reaches the '
                     'target', solutions=[q_seed.copy()], method='seed')
+
+
+#: A seed whose pose is within this distance [m] and angle [rad] of the target is iterated
+#: alone first (:func:`warm_result`): a robot tracking a moving target.
+WARM_DISTANCE, WARM_ANGLE = 0.05, 0.25
+
+
+def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol):
+    """The answer of :func:`~ros_dynamics.engine.ik_search.from_seed` (one solution, method
+    'numerical') when the seed's pose ``T_seed`` (4, 4) is near ``T_target`` (within
+    :data:`WARM_DISTANCE` and :data:`WARM_ANGLE`) and the iteration converges; else None.
+    """
+    p_err, o_err = _errors_one(T_seed, T_target)
+    if p_err > WARM_DISTANCE or o_err > WARM_ANGLE:
+        return None
+    x_seed = q_seed[chain.moved]
+    limits = (model.lower_limits[chain.moved], model.upper_limits[chain.moved])
+    found = from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active)
+    if found is None:
+        return None
+    x, p_err, o_err, iterations = found
+    q = q_seed.copy()
+    q[chain.moved] = x
+    return IKResult(q, True, p_err, o_err, iterations, 1, f'converged from the seed '
+                    f'({iterations} iteration(s))', solutions=[q.copy()])
 
 
 def _errors_one(T, T_target):

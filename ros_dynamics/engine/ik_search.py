@@ -26,11 +26,13 @@ one found is returned with ``success=False``.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .ik_chain import LIMIT_SLACK
 from .rotations import log_so3
 
 _LAMBDA0 = 1e-6          # damping floor
@@ -343,6 +345,43 @@ class Search:
         self.history[:, rows] = np.inf
         self.started[rows] = self.iteration
         self.attempts += len(rows)
+
+
+#: Most damped least-squares iterations :func:`from_seed` takes.
+WARM_ITERATIONS = 4
+
+
+def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
+    """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
+    ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,)) -- null-space pull
+    toward it on redundant arms, the joints outside ``active`` (m, bool) held -- while each
+    iteration cuts the cost at least fourfold, at most :data:`WARM_ITERATIONS`: ``(x (m,),
+    position error [m], orientation error [rad], iterations)`` once both errors are within the
+    tolerances, else None (a limit met, or the seed too far for quadratic convergence: the
+    search then runs).
+    """
+    if np.any((x_seed < chain.clip_lower) | (x_seed > chain.clip_upper)):
+        return None
+    error = PoseError(T_target)
+    x, previous = x_seed.copy(), np.inf
+    redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
+    for k in range(WARM_ITERATIONS + 1):
+        T, JT = chain.evaluate(x[None])
+        e = error(T)
+        p2, o2, cost = ((e * e) @ _SUMS)[0].tolist()
+        if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
+            inside = np.all((x >= limits[0] - LIMIT_SLACK) & (x <= limits[1] + LIMIT_SLACK))
+            return (x, math.sqrt(p2), math.sqrt(o2), k) if inside else None
+        if k == WARM_ITERATIONS or cost > 0.25 * previous:
+            return None
+        previous = cost
+        if active is not None:
+            JT = JT * active[:, None]
+        dx = damped_step(JT, e, np.array([cost]), (x_seed - x)[None] if redundant else None)[0]
+        stepped = x + dx
+        x = np.clip(stepped, chain.clip_lower, chain.clip_upper)
+        if np.any(x != stepped):                 # a limit met: the search's active set
+            return None
 
 
 def damped_step(JT, e, cost, pull=None):
