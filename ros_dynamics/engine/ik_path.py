@@ -368,7 +368,7 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
     not reached within the tolerances (and :data:`BLOCK_ITERATIONS`), outside the limits, or
     more than ``step`` from the one before: a :class:`PathResult` of the poses before it, which
     the pose-by-pose search goes on from (singularities, limits: its restarts and active set).
-    Only with every joint ``active`` (else nothing is solved here).
+    Joints outside ``active`` (m, bool; None: all) keep the seed's values.
     """
     N, moved = len(T), chain.moved
     q = np.repeat(q_seed[None], N, axis=0)
@@ -379,17 +379,20 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
         q[:solved], pe[:solved], oe[:solved] = (start.q[:solved], start.position_error[:solved],
                                                 start.orientation_error[:solved])
         methods.append(start.method)
-    prev = q[solved - 1, moved] if solved else q_seed[moved]
-    lower, upper = model.lower_limits[moved], model.upper_limits[moved]
-    redundant = len(moved) > 6
-    stopped = active is not None
+    x_seed = q_seed[moved]
+    prev = q[solved - 1, moved] if solved else x_seed
+    # Joints outside ``active`` keep the seed's values: their bounds are those values.
+    lower, upper, _ = joint_bounds(model, chain, x_seed, active)
+    clip = (chain.clip_lower, chain.clip_upper) if active is None else (lower, upper)
+    redundant = (len(moved) if active is None else int(np.count_nonzero(active))) > 6
+    stopped = False
     while solved < N and not stopped and time.monotonic() < deadline:
         block = slice(solved, min(solved + BLOCK, N))
         # Each pose starts where the last solved poses' joint velocity leads (a straight
         # line's configurations change at an almost steady rate), none before two are solved.
         velocity = q[solved - 1, moved] - q[solved - 2, moved] if solved >= 2 else None
-        X, p_err, o_err, done = _block(chain, T[block], prev, velocity, redundant, p_tol,
-                                       o_tol, deadline)
+        X, p_err, o_err, done = _block(chain, T[block], prev, velocity, clip, active,
+                                       redundant, p_tol, o_tol, deadline)
         inside = np.all((X >= lower - LIMIT_SLACK) & (X <= upper + LIMIT_SLACK), axis=1)
         moves = np.abs(np.diff(np.concatenate([prev[None], X]), axis=0)).max(axis=1)
         if solved == 0:
@@ -412,18 +415,19 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
 
 
-def _block(chain, T, x_start, velocity, redundant, p_tol, o_tol, deadline):
+def _block(chain, T, x_start, velocity, clip, active, redundant, p_tol, o_tol, deadline):
     """Damped least squares for the poses ``T`` (n, 4, 4) from ``x_start`` (m,), the k-th
     pose from ``x_start + k velocity`` (velocity (m,) or None) and pulled toward it in the
-    task's null space when ``redundant``: the configurations (n, m), their position and
-    orientation errors (n,) and which converged (n,). Converged rows stop; the others step
-    until :data:`BLOCK_ITERATIONS` or the ``deadline``.
+    task's null space when ``redundant``, every iterate inside ``clip`` (lower (m,), upper
+    (m,)), the joints outside ``active`` (m, bool; None: all) held: the configurations (n, m),
+    their position and orientation errors (n,) and which converged (n,). Converged rows stop;
+    the others step until :data:`BLOCK_ITERATIONS` or the ``deadline``.
     """
     n = len(T)
     X = np.repeat(x_start[None], n, axis=0)
     if velocity is not None:
         X += np.arange(1, n + 1)[:, None] * velocity
-        np.clip(X, chain.clip_lower, chain.clip_upper, out=X)
+        np.clip(X, *clip, out=X)
     guess = X.copy()
     done = np.zeros(n, dtype=bool)
     p_err, o_err = np.full(n, np.inf), np.full(n, np.inf)
@@ -443,9 +447,11 @@ def _block(chain, T, x_start, velocity, redundant, p_tol, o_tol, deadline):
             break
         keep = ~ok
         rows, JT, e = rows[keep], JT[keep], e[keep]
+        if active is not None:
+            JT = JT * active[:, None]
         pull = guess[rows] - X[rows] if redundant else None
         X[rows] = np.clip(X[rows] + damped_step(JT, e, 0.5 * (p2[keep] + o2[keep]), pull),
-                          chain.clip_lower, chain.clip_upper)
+                          *clip)
     return X, p_err, o_err, done
 
 
