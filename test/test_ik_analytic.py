@@ -248,6 +248,28 @@ def test_a_robot_with_joints_at_their_limits_asked_for_where_it_is_stays(relativ
         assert np.all(result.q <= a.model.upper_limits)
 
 
+def test_a_leg_with_four_joints_at_their_limits_is_solved_in_closed_form():
+    """human.urdf's leg (a spherical wrist at the ankle read backwards): hip pitch and knee at
+    their upper limits, the ankle's two at their lower ones, the hip's others at zero -- the
+    subproblems' solution came out 5e-9 rad past the ankle's limit (an arccos at a tangency),
+    was refused, and the search needed 6 ms. It is clipped in and answers, on Pinocchio's pose.
+    """
+    a = Arm(erd('human_description/robots/human.urdf'), 'left_foot')
+    model = a.model
+    names = ['left_hip_Z', 'left_hip_X', 'left_hip_Y', 'left_knee_Z', 'left_ankle_Z',
+             'left_ankle_X']
+    j = [model.q_names.index(n) for n in names]
+    lo, hi = model.lower_limits, model.upper_limits
+    q = model.middle_configuration()
+    q[j] = [0.0, 0.0, hi[j[2]], hi[j[3]], lo[j[4]], lo[j[5]]]
+    T = a.pose(q)
+    result = a.solver.solve('left_foot', T, model.middle_configuration())
+    assert result.success and result.method.startswith('analytic'), result.message
+    assert_solves(a, result.q, T, 1e-5)
+    assert np.all((result.q >= lo) & (result.q <= hi))
+    assert min(np.abs(s[j] - q[j]).max() for s in result.solutions) < 1e-6
+
+
 def test_a_ur5_with_its_elbow_straight_asked_for_where_it_is_stays():
     """Elbow at 0, the arm straight (Pinocchio's Jacobian a rank short): the elbow's
     subproblem is at its tangency, where rounding can put the distance a hair past reach; at a
