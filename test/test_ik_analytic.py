@@ -270,6 +270,36 @@ def test_a_leg_with_four_joints_at_their_limits_is_solved_in_closed_form():
     assert min(np.abs(s[j] - q[j]).max() for s in result.solutions) < 1e-6
 
 
+@pytest.mark.parametrize('active', [None, 5], ids=['all joints', 'five joints'])
+def test_a_solution_just_past_a_limit_is_turned_in_not_clipped(active):
+    """UR5 (limits +-2 pi) with its first joint 2e-8 under 2 pi, asked for the pose at 2 pi +
+    5e-8: that angle less a turn is inside and exact. A wider slack took 2 pi + 5e-8 as inside
+    and clipped it -- answers 5e-8 rad off at a 1e-9 tolerance, reported exact -- and the seed's
+    own iteration returned it past the limit. Every solution: inside, on Pinocchio's pose.
+    """
+    a = Arm(erd(UR5), 'tool0')
+    model = a.model
+    seed = np.array([2 * math.pi - 2e-8, -1.2, 1.5, -1.9, -1.5, 0.4])
+    target = seed.copy()
+    target[0] = 2 * math.pi + 5e-8
+    T = a.pose(target)
+    joints = None if active is None else list(model.q_names[:active])
+    result = a.solver.solve('tool0', T, seed, position_tolerance=1e-9,
+                            orientation_tolerance=1e-9, active_joints=joints, timeout=0.05)
+    for q in result.solutions + [result.q]:
+        assert np.all((q >= model.lower_limits) & (q <= model.upper_limits))
+    for q in result.solutions:
+        assert_solves(a, q, T, 1e-9)
+    if active is None:                   # the robot's branch, its first joint turned in
+        own = target - np.array([2 * math.pi, 0, 0, 0, 0, 0])
+        assert result.success and min(np.abs(q - own).max() for q in result.solutions) < 1e-6
+    path = a.solver.solve_path('tool0', np.repeat(T[None], 3, axis=0), seed,
+                               position_tolerance=1e-9, orientation_tolerance=1e-9)
+    assert path.success
+    for q in path.q:
+        assert_solves(a, q, T, 1e-9)
+
+
 def test_a_ur5_with_its_elbow_straight_asked_for_where_it_is_stays():
     """Elbow at 0, the arm straight (Pinocchio's Jacobian a rank short): the elbow's
     subproblem is at its tangency, where rounding can put the distance a hair past reach; at a

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import ik_analytic, ik_held
-from .ik_chain import LIMIT_SLACK
+from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
 from .ik_search import PoseError, from_seed, pose_error
 from .ik_seeds import feature_distance2
 
@@ -301,6 +301,13 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
         x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
         if x is not None:
             ranked.append((math.dist(x, x_seed), x, candidate[2:]))
+    if not ranked:                       # a hair past a limit at a tangency: confirmed, clipped
+        for candidate in candidates:
+            x = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
+                if candidate[1] else None
+            errors = _errors_one(chain.pose(np.array(x)), T_target) if x is not None else None
+            if errors is not None and errors[0] <= p_tol and errors[1] <= o_tol:
+                ranked.append((math.dist(x, x_seed), x, (errors,)))
     ranked.sort(key=lambda r: r[0])
     found, distances, checked = [], [], []
     for d, x, errors in ranked:
@@ -373,11 +380,11 @@ def _errors_one(T, T_target):
     return math.sqrt(dx * dx + dy * dy + dz * dz), math.atan2(sin, 0.5 * (a + e + i - 1.0))
 
 
-def _turned_into_limits(q, x_seed, limits):
+def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
     """``q`` (floats) with each angle moved by the whole turns nearest its seed (``x_seed``)
     inside its ``limits`` ((lower, upper, turning) triples; as
-    :func:`~ros_dynamics.engine.ik_analytic.in_limits`, the turn's rounding forgiven), a slide
-    inside as it is, or None.
+    :func:`~ros_dynamics.engine.ik_analytic.in_limits`, up to ``slack`` past a limit clipped
+    in), a slide inside as it is, or None.
     """
     out = []
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
@@ -389,7 +396,7 @@ def _turned_into_limits(q, x_seed, limits):
         k = round((seed - x) / _TURN)
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN
-            if lower - LIMIT_SLACK <= v <= upper + LIMIT_SLACK:
+            if lower - slack <= v <= upper + slack:
                 out.append(min(max(v, lower), upper))
                 break
         else:

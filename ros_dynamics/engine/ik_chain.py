@@ -15,10 +15,13 @@ import numpy as np
 from .joints import X as X_TERM
 
 _TWO_PI = 2.0 * np.pi
-#: A solution this far [rad or m] outside a joint limit is inside after rounding and is clipped
-#: in: a whole turn added to an angle at the limit, or a subproblem at a tangency (an arccos
-#: near 1 turns rounding of 1e-16 into 1e-8: human.urdf's leg at its limits came out 5e-9 past).
-LIMIT_SLACK = 1e-7
+#: A solution this far [rad or m] outside a joint limit is inside after rounding (a whole turn
+#: added to an angle at the limit) and is clipped in.
+LIMIT_SLACK = 1e-9
+#: A closed-form solution this far [rad] past a limit, where none is inside, is clipped in when
+#: the chain confirms it within the tolerances: a subproblem at a tangency turns rounding into
+#: 1e-8 (an arccos near 1; human.urdf's leg with four joints at their limits came out 5e-9 past).
+TANGENT_SLACK = 1e-7
 # Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
 # and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.
 _Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3, 2, 6, 10])

@@ -26,7 +26,6 @@ import numpy as np
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
 from .ik_answers import joint_bounds, seed_result
-from .ik_chain import LIMIT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -393,7 +392,7 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
         velocity = q[solved - 1, moved] - q[solved - 2, moved] if solved >= 2 else None
         X, p_err, o_err, done = _block(chain, T[block], prev, velocity, clip, active,
                                        redundant, p_tol, o_tol, deadline)
-        inside = np.all((X >= lower - LIMIT_SLACK) & (X <= upper + LIMIT_SLACK), axis=1)
+        inside = np.all((X >= lower) & (X <= upper), axis=1)
         moves = np.abs(np.diff(np.concatenate([prev[None], X]), axis=0)).max(axis=1)
         if solved == 0:
             moves[0] = 0.0                     # the first pose may be anywhere from the seed
@@ -401,7 +400,7 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
         n = len(X) if good.all() else int(np.argmin(good))
         if n:
             rows = slice(solved, solved + n)
-            q[rows, moved] = np.clip(X[:n], lower, upper)
+            q[rows, moved] = X[:n]
             pe[rows], oe[rows] = p_err[:n], o_err[:n]
             largest = max(largest, float(moves[:n].max()))
             prev, solved = q[solved + n - 1, moved], solved + n

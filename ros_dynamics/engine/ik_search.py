@@ -32,7 +32,6 @@ import time
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .ik_chain import LIMIT_SLACK
 from .rotations import log_so3
 
 _LAMBDA0 = 1e-6          # damping floor
@@ -370,7 +369,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
         e = error(T)
         p2, o2, cost = ((e * e) @ _SUMS)[0].tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
-            inside = np.all((x >= limits[0] - LIMIT_SLACK) & (x <= limits[1] + LIMIT_SLACK))
+            inside = np.all((x >= limits[0]) & (x <= limits[1]))
             return (x, math.sqrt(p2), math.sqrt(o2), k) if inside else None
         if k == WARM_ITERATIONS or cost > 0.25 * previous:
             return None
