@@ -468,11 +468,11 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
     prev, largest, message, solved, methods = q_seed, 0.0, '', N, set()
     first = start.solved if start is not None else 0
     weights = np.ones(6) if start is not None else None
+    before = f'{start.method} then ' if first else ''
     if first:
         q[:first], pe[:first], oe[:first] = (start.q[:first], start.position_error[:first],
                                              start.orientation_error[:first])
         prev, largest = q[first - 1], start.max_joint_step
-        methods.add(start.method)
     for n in range(first, N):
         left = deadline - time.monotonic()
         if left <= 0:
@@ -483,7 +483,9 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
                          weights=weights)
         methods.add(r.method)
         if not r.success:
-            message, solved = f'pose {n}: {r.message}', n
+            why = 'the time budget ran out' if r.timed_out and time.monotonic() >= deadline \
+                else r.message
+            message, solved = f'pose {n}: {why}', n
             break
         move = float(np.abs(r.q - prev).max())
         if n and move > step:
@@ -496,6 +498,6 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
         q[n], pe[n], oe[n], prev = r.q, r.position_error, r.orientation_error, r.q
     if solved < N:
         q[solved:] = q[solved - 1] if solved else q_seed
-    method = f'pose by pose ({", ".join(sorted(methods))})'
+    method = f'{before}pose by pose' + (f' ({", ".join(sorted(methods))})' if methods else '')
     message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
