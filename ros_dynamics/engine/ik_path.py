@@ -373,11 +373,12 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
     q = np.repeat(q_seed[None], N, axis=0)
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     solved, largest, methods = 0, 0.0, []
-    if start is not None:
+    if start is not None and start.solved:
         solved, largest = start.solved, start.max_joint_step
         q[:solved], pe[:solved], oe[:solved] = (start.q[:solved], start.position_error[:solved],
                                                 start.orientation_error[:solved])
         methods.append(start.method)
+    first = solved
     x_seed = q_seed[moved]
     prev = q[solved - 1, moved] if solved else x_seed
     # Joints outside ``active`` keep the seed's values: their bounds are those values.
@@ -405,7 +406,7 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
             largest = max(largest, float(moves[:n].max()))
             prev, solved = q[solved + n - 1, moved], solved + n
         stopped = n < len(X)
-    if not methods or solved > start.solved:
+    if solved > first or not methods:
         methods.append('numerical batched')
     if solved < N:
         q[solved:] = q[solved - 1] if solved else q_seed

@@ -9,9 +9,10 @@ vanish at convergence (quadratic convergence). Every iterate is clipped into the
 (continuous joints are unbounded), and a joint at a limit that the step would push further out
 is held for that step (its column dropped), so the other joints take the whole step -- the
 active-set treatment of bounds. For redundant arms the seed's row also moves toward the seed
-inside the null space of the task (a right-hand side ``g lambda (q_seed - q)``: in the null space
-the step is ``g (q_seed - q)``, across it almost nothing), so solutions stay close to where the
-robot is.
+inside the null space of the task (a right-hand side ``g (lambda - lambda_0) (q_seed - q)``: in
+the null space the step is about ``g (q_seed - q)`` while the error is large, across it almost
+nothing, and nothing once converged -- with ``lambda_0`` in the weight, its bias stalled tight
+tolerances near 1e-8 m), so solutions stay close to where the robot is.
 
 Only the joints that move the tip are searched (:class:`~ros_dynamics.engine.ik_chain.Chain`);
 the others keep the seed's values. Rows advanced together in one vectorised iteration: the
@@ -22,7 +23,9 @@ once those run out, alternately random ones inside the limits and ones near the 
 configuration so far. A row that converges, stalls or runs out of iterations is replaced while
 the others step on, until enough solutions are found or the deadline passes (monotonic clock).
 Only a configuration whose errors are within both tolerances is a success; otherwise the best
-one found is returned with ``success=False``.
+one found is returned with ``success=False``. :func:`from_seed` is the seed's row alone, for a
+seed already near its target (no starting points to set up), and :func:`damped_step` the step
+the batched paths take (:mod:`~ros_dynamics.engine.ik_path`).
 """
 from __future__ import annotations
 
@@ -268,9 +271,10 @@ class Search:
             damping = _DAMPING * cost + _LAMBDA0
             A.reshape(len(A), m * m)[:, ::m + 1] += damping[:, None]
             if self.redundant and self.seed_row and (done is None or not done[0]):
-                # Toward the seed with the step's own damping as weight: (A) dq = ... +
-                # g lambda (q_seed - q) moves by g (q_seed - q) in the task's null space and
-                # by almost nothing across it (the classic damped-least-squares secondary task).
+                # Toward the seed, weighted by the damping less its floor (pull_weight):
+                # (A) dq = ... + w (q_seed - q) moves by about g (q_seed - q) in the task's null
+                # space while the error is large, and by almost nothing across it (the classic
+                # damped-least-squares secondary task); converged, the pull is gone.
                 rhs[0, :, 0] += pull_weight(cost[0]) * (self.seed_x - X[0])
             stepped = X + np.linalg.solve(A, rhs)[..., 0]
             chain.wrap(stepped)
