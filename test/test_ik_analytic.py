@@ -15,6 +15,7 @@ from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_analytic
 from ros_dynamics.engine.ik import IKSolver
+from ros_dynamics.engine.ik_search import error_norms, pose_error
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4
 
 Z1 = 'z1_description/urdf/z1.urdf'
@@ -71,7 +72,11 @@ def test_error_norms_are_the_distance_and_the_rotation_angle():
     turn = Rotation.from_rotvec(unit(rng, B) * angles[:, None])
     T_target[:, :3, :3] = (turn * Rotation.from_matrix(T[:, :3, :3])).as_matrix()
     T_target[:, :3, 3] = rng.normal(size=(B, 3))
-    p_err, o_err = ik_analytic.error_norms(T, T_target)
+    p_err, o_err = error_norms(T, T_target)
+    e = pose_error(T, T_target)                      # one target per pose
+    below = angles < np.pi - 1e-6                     # at a half turn the axis has two signs
+    np.testing.assert_allclose(e[below, 3:], turn.as_rotvec()[below], atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(e[:, 3:], axis=1), angles, atol=1e-8)
     np.testing.assert_allclose(p_err, np.linalg.norm(T_target[:, :3, 3] - T[:, :3, 3], axis=1),
                                rtol=1e-14)
     np.testing.assert_allclose(o_err, turn.magnitude(), atol=1e-14)

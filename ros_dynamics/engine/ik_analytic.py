@@ -31,7 +31,8 @@ from typing import Optional
 import numpy as np
 
 from .ik_chain import LIMIT_SLACK
-from .rotations import cross, log_so3
+from .ik_search import pose_error
+from .rotations import cross
 from .subproblems import (
     dot3,
     rot,
@@ -337,45 +338,6 @@ def _spherical_wrist(g, R, p, shoulder):
     return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
 
 
-def pose_errors(T, T_targets):
-    """Errors ``[p_target - p; log(R_target R^T)]`` (B, 6) of poses ``T`` (B, 4, 4) against
-    ``T_targets`` (B, 4, 4) or one target (4, 4), in the root frame's axes: the rotation's
-    angle from its sine and cosine and its axis from the skew part (:func:`_sine_cosine`), the
-    full logarithm only past 2.5 rad (near pi the skew part loses the axis).
-    """
-    e = np.empty((len(T), 6))
-    e[:, :3] = T_targets[..., :3, 3] - T[:, :3, 3]
-    M, s, c = _sine_cosine(T, T_targets)
-    sin = np.sqrt(np.einsum('bi,bi->b', s, s))
-    angle = np.arctan2(sin, c)
-    e[:, 3:] = s * (angle / np.maximum(sin, 1e-300))[:, None]
-    far = angle > 2.5
-    if far.any():
-        e[far, 3:] = log_so3(M[far])
-    return e
-
-
-def error_norms(T, T_targets):
-    """Position errors [m] and rotation angles [rad] (B,) each of poses ``T`` (B, 4, 4)
-    against ``T_targets`` (B, 4, 4): the norms of :func:`pose_errors`, the angle from the sine
-    and cosine of ``R_target R^T`` (accurate near zero, without the logarithm's axis).
-    """
-    dp = T_targets[:, :3, 3] - T[:, :3, 3]
-    _, s, c = _sine_cosine(T, T_targets)
-    return np.sqrt(np.einsum('bi,bi->b', dp, dp)), \
-        np.arctan2(np.sqrt(np.einsum('bi,bi->b', s, s)), c)
-
-
-def _sine_cosine(T, T_targets):
-    """``M = R_target R^T`` (B, 3, 3) of poses ``T`` (B, 4, 4) against ``T_targets`` (B, 4, 4)
-    or one target (4, 4), ``sin(angle) axis`` (B, 3) and ``cos(angle)`` (B,) of ``M``.
-    """
-    M = T_targets[..., :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2)
-    s = 0.5 * (M[:, [2, 0, 1], [1, 2, 0]] - M[:, [1, 2, 0], [2, 0, 1]])
-    c = 0.5 * (M[:, 0, 0] + M[:, 1, 1] + M[:, 2, 2] - 1.0)
-    return M, s, c
-
-
 def polish(chain, X, T_targets, active, tolerance):
     """Gauss-Newton steps on the true chain for the configurations ``X`` (B, m) of
     ``chain.moved`` toward ``T_targets`` (B, 4, 4, or one (4, 4)) in the root frame, moving
@@ -385,7 +347,7 @@ def polish(chain, X, T_targets, active, tolerance):
     """
     for _ in range(POLISH_STEPS if len(X) else 0):
         T, JT = chain.evaluate(X)
-        e = pose_errors(T, T_targets)
+        e = pose_error(T, T_targets)
         if np.abs(e).max() <= tolerance:
             return
         gauss_newton_step(X, JT, e, active)

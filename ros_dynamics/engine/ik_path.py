@@ -34,7 +34,7 @@ from .ik_requests import (
     check_tolerance,
     seconds,
 )
-from .ik_search import damped_step
+from .ik_search import damped_step, error_norms, pose_error
 from .spatial import inverse_transform
 
 
@@ -224,13 +224,13 @@ def _errors(chain, path, T, solved):
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     for start in range(0, solved, CHUNK):
         part = slice(start, min(start + CHUNK, solved))
-        pe[part], oe[part] = ik_analytic.error_norms(chain.poses(path[part]), T[part])
+        pe[part], oe[part] = error_norms(chain.poses(path[part]), T[part])
     return pe, oe
 
 
 def _within(chain, X, T_rows, p_tol, o_tol):
     """Which rows of ``X`` (B, m) put the tip within the tolerances of ``T_rows`` (B, 4, 4)."""
-    p_err, o_err = ik_analytic.error_norms(chain.poses(X), T_rows)
+    p_err, o_err = error_norms(chain.poses(X), T_rows)
     return (p_err <= p_tol) & (o_err <= o_tol)
 
 
@@ -437,7 +437,7 @@ def _block(chain, T, x_start, velocity, clip, active, redundant, p_tol, o_tol, d
             T_rows, JT = chain.evaluate(X[rows])
         else:                           # every row at the start: one evaluation for all
             T_rows, JT = (np.repeat(a, n, axis=0) for a in chain.evaluate(x_start[None]))
-        e = ik_analytic.pose_errors(T_rows, T[rows])
+        e = pose_error(T_rows, T[rows])
         p2 = np.einsum('bi,bi->b', e[:, :3], e[:, :3])
         o2 = np.einsum('bi,bi->b', e[:, 3:], e[:, 3:])
         p_err[rows], o_err[rows] = np.sqrt(p2), np.sqrt(o2)

@@ -62,17 +62,47 @@ _SUMS[:, 2] = 0.5
 
 def pose_error(T: ArrayLike, T_target: ArrayLike):
     """Error ``[p_target - p; log(R_target R^T)]`` in world axes: (6,) for a pose ``T``
-    (4, 4), (B, 6) for poses (B, 4, 4).
+    (4, 4), (B, 6) for poses (B, 4, 4), against one target (4, 4) or one per pose (B, 4, 4).
+    The rotation's angle comes from its sine and cosine, its axis from the skew part, and the
+    full logarithm only past 2.5 rad, where the skew part loses the axis.
     """
     T, T_target = np.asarray(T, dtype=float), np.asarray(T_target, dtype=float)
     if T.ndim == 2:
         return pose_error(T[None], T_target)[0]
-    e = PoseError(T_target)(T).copy()
-    # Near pi the skew part fixes the angle but not the axis: take the full logarithm there.
+    if T_target.ndim == 2:
+        e = PoseError(T_target)(T).copy()
+    else:
+        e = np.empty((len(T), 6))
+        e[:, :3] = T_target[:, :3, 3] - T[:, :3, 3]
+        s, c = _sine_cosine(T, T_target)
+        sin = np.sqrt(np.einsum('bi,bi->b', s, s))
+        e[:, 3:] = s * (np.arctan2(sin, c) / np.maximum(sin, 1e-300))[:, None]
     far = np.einsum('ij,ij->i', e[:, 3:], e[:, 3:]) > 2.5 ** 2
     if far.any():
-        e[far, 3:] = log_so3(T_target[:3, :3] @ np.swapaxes(T[far, :3, :3], 1, 2))
+        R_target = T_target[:3, :3] if T_target.ndim == 2 else T_target[far, :3, :3]
+        e[far, 3:] = log_so3(R_target @ np.swapaxes(T[far, :3, :3], 1, 2))
     return e
+
+
+def error_norms(T, T_targets):
+    """Position errors [m] and rotation angles [rad] (B,) each of poses ``T`` (B, 4, 4)
+    against ``T_targets`` (B, 4, 4): the norms of :func:`pose_error`, the angle from the sine
+    and cosine of ``R_target R^T`` (accurate near zero, without the logarithm's axis).
+    """
+    dp = T_targets[:, :3, 3] - T[:, :3, 3]
+    s, c = _sine_cosine(T, T_targets)
+    return np.sqrt(np.einsum('bi,bi->b', dp, dp)), \
+        np.arctan2(np.sqrt(np.einsum('bi,bi->b', s, s)), c)
+
+
+def _sine_cosine(T, T_targets):
+    """``sin(angle) axis`` (B, 3) and ``cos(angle)`` (B,) of ``R_target R^T`` for poses ``T``
+    (B, 4, 4) against ``T_targets`` (B, 4, 4).
+    """
+    M = T_targets[:, :3, :3] @ np.swapaxes(T[:, :3, :3], -1, -2)
+    s = 0.5 * (M[:, [2, 0, 1], [1, 2, 0]] - M[:, [1, 2, 0], [2, 0, 1]])
+    c = 0.5 * (M[:, 0, 0] + M[:, 1, 1] + M[:, 2, 2] - 1.0)
+    return s, c
 
 
 def _pose_error_rows():
