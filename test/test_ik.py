@@ -508,6 +508,60 @@ def test_seed_table_returns_the_configurations_nearest_the_target():
     assert len(table.nearest(T, 10 ** 6)) == 3000
 
 
+def test_seed_table_starts_a_damped_step_ahead_of_the_nearest_samples():
+    """Against Pinocchio on Baxter's arm: each sample's stored step is the damped
+    pseudo-inverse ``J^T (J J^T + lambda I)^-1`` of Pinocchio's world-aligned Jacobian of the
+    tip there; the starts are the nearest samples moved by it along the pose error (the
+    rotation's sine times its axis, from SciPy's rotation vector), and Pinocchio's forward
+    kinematics finds them nearer the target than the samples.
+    """
+    import pinocchio as pin
+    from scipy.spatial.transform import Rotation
+
+    from ros_dynamics.engine.ik_search import PoseError
+    from ros_dynamics.engine.ik_seeds import STEP_DAMPING
+
+    arm = Arm(erd(BAXTER), 'left_gripper')
+    model, ref = arm.model, arm.ref
+    assert model.nq == model.nv                       # columns of q and of v are the same
+    chain = arm.solver.chain('left_gripper')
+    table = SeedTable(chain, chain.lower, chain.upper, 3000, np.random.default_rng(73))
+    middle = model.middle_configuration()
+
+    def q_of(x):
+        q = middle.copy()
+        q[chain.moved] = x
+        return q
+
+    def pinv(x):
+        J = pin.computeFrameJacobian(ref.pm, ref.pd, ref.q(q_of(x)), arm.frame,
+                                     pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        J = (J @ ref.G)[:, chain.moved]
+        return J.T @ np.linalg.inv(J @ J.T + STEP_DAMPING * np.eye(6))
+
+    for i in (0, 1234, 2999):
+        expected = pinv(table.configurations[i])
+        np.testing.assert_allclose(table.steps[i], expected, rtol=1e-4,
+                                   atol=1e-5 * np.abs(expected).max())
+
+    def error(x, T):
+        T_x = arm.pose(q_of(x))
+        rotvec = Rotation.from_matrix(T[:3, :3] @ T_x[:3, :3].T).as_rotvec()
+        angle = np.linalg.norm(rotvec)
+        return np.concatenate([T[:3, 3] - T_x[:3, 3], np.sin(angle) / angle * rotvec])
+
+    rng = np.random.default_rng(74)
+    ratios = []
+    for _ in range(20):
+        _, T = random_reachable(model, rng, 'left_gripper')
+        starts, nearest = table.starts(PoseError(T), T, 4), table.nearest(T, 4)
+        expected = [x + pinv(x) @ error(x, T) for x in nearest]
+        np.testing.assert_allclose(starts, expected, atol=1e-5)
+        ratios += [np.linalg.norm(error(x, T)) / np.linalg.norm(error(x0, T))
+                   for x, x0 in zip(starts[:1], nearest[:1])]
+    assert np.median(ratios) < 0.5, ratios
+
+
 def test_solver_keeps_one_table_per_frame_and_solves_every_frame_of_a_tree():
     """Root frame (nothing moves it), continuous, revolute and prismatic chains."""
     model = RobotModel.from_urdf_string(TREE_URDF)

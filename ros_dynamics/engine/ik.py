@@ -93,9 +93,10 @@ class IKSolver:
     def prepare(self, frame: str, samples: int = 20000, rng=0) -> SeedTable:
         """Build (or rebuild) the seed table of ``frame`` (:mod:`~ros_dynamics.engine.ik_seeds`):
         ``samples`` configurations inside the limits indexed by the frame's pose, from which
-        later :meth:`solve` calls start next to their targets. A one-time cost (20-40 ms and
-        about 6 MB for 20,000 samples of the benchmark's 6- to 9-joint arms) that makes most
-        solves about twice as fast and rarely-solved targets reliable. ``rng``: seed or
+        later :meth:`solve` calls start next to their targets, a damped least-squares step ahead.
+        A one-time cost (40-60 ms and about 11 MB for 20,000 samples of the benchmark's 6- to
+        9-joint arms) that makes most solves about twice as fast and rarely-solved targets
+        reliable. ``rng``: seed or
         generator of the samples.
         """
         if not (isinstance(samples, (int, np.integer)) and 1 <= samples <= MAX_SEED_SAMPLES):
@@ -208,7 +209,8 @@ class IKSolver:
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
 
-#: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 220 MB, 7 joints).
+#: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 380 MB and 4 s,
+#: 7 joints).
 MAX_SEED_SAMPLES = 1_000_000
 
 

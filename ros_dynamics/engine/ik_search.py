@@ -17,8 +17,8 @@ tolerances near 1e-8 m), so solutions stay close to where the robot is.
 Only the joints that move the tip are searched (:class:`~ros_dynamics.engine.ik_chain.Chain`);
 the others keep the seed's values. Rows advanced together in one vectorised iteration: the
 seed's, and starting points from the frame's seed table (:mod:`~ros_dynamics.engine.ik_seeds`,
-the configurations whose poses are nearest the target) when :meth:`IKSolver.prepare` built one,
-else random ones;
+the configurations whose poses are nearest the target, each a damped least-squares step ahead
+from its stored pseudo-inverse) when :meth:`IKSolver.prepare` built one, else random ones;
 once those run out, alternately random ones inside the limits and ones near the best
 configuration so far. A row that converges, stalls or runs out of iterations is replaced while
 the others step on, until enough solutions are found or the deadline passes (monotonic clock).
@@ -142,11 +142,29 @@ class PoseError:
 
     def __call__(self, T):
         """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
-        out = T.reshape(len(T), 16) @ self.M
-        s = out[:, 3:6]
-        sin = np.sqrt(np.einsum('ij,ij->i', s, s))
-        s *= (np.arctan2(sin, out[:, 6]) / np.maximum(sin, 1e-300))[:, None]
-        return out[:, :6]
+        return _angle_axis(T.reshape(len(T), 16) @ self.M)
+
+    def of_features(self, F, length):
+        """``[p_target - p; sin(angle) axis]`` (B, 6) for poses given by ``F`` (B, 12): the
+        position, then ``length`` times the rotation matrix's entries, row-major (the seed
+        table's pose features).
+        """
+        M = self.M[_FEATURE_ROWS] * np.array([1.0] * 3 + [1.0 / length] * 9 + [1.0])[:, None]
+        return (F @ M[:12] + M[12])[:, :6]
+
+
+#: Rows of a flattened 4x4 transform: the position, the rotation's entries, the last one.
+_FEATURE_ROWS = [3, 7, 11, 0, 1, 2, 4, 5, 6, 8, 9, 10, 15]
+
+
+def _angle_axis(out):
+    """``out`` (B, 7) of :class:`PoseError`'s product, its sine part scaled to the angle in
+    place: the error ``[p_target - p; angle axis]`` (B, 6), a view.
+    """
+    s = out[:, 3:6]
+    sin = np.sqrt(np.einsum('ij,ij->i', s, s))
+    s *= (np.arctan2(sin, out[:, 6]) / np.maximum(sin, 1e-300))[:, None]
+    return out[:, :6]
 
 
 class Search:
@@ -197,9 +215,10 @@ class Search:
             X[0, self.inactive] = q_seed[a][self.inactive]
         self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
-        # Starting points queued for the other rows and their restarts: the table's nearest.
-        self.queue = table.nearest(T_target, _BATCH - 1 + _QUEUED, position_only) \
-            if table is not None else np.empty((0, len(a)))
+        # Starting points for the other rows and their restarts: the table's nearest samples,
+        # the next _QUEUED fetched only once restarts need them.
+        self.table, self.position_only, self.refilled = table, position_only, False
+        self.queue = self._from_table(0, _BATCH - 1)
         self.rng = None                  # random starting points: drawn in blocks when needed
         self.drawn = _DRAWS
         #: Per row: its lowest cost since it (re)started and the configuration giving it; the
@@ -343,7 +362,24 @@ class Search:
             rows[:, self.inactive] = self.seed_x[self.inactive]
         return rows
 
+    def _from_table(self, skip, k):
+        """The seed table's starting points ``skip`` to ``k`` (nearest the target first),
+        inside the limits: a damped least-squares step ahead of the samples
+        (:meth:`SeedTable.starts`) unless the error is weighted.
+        """
+        if self.table is None:
+            return np.empty((0, len(self.active)))
+        if self.w is None:
+            X = self.table.starts(self.error, self.T_target, k)[skip:]
+            self.chain.wrap(X)
+            return np.clip(X, self.clip_lower, self.clip_upper, out=X)
+        return self.table.nearest(self.T_target, k, self.position_only)[skip:]
+
     def _draw(self, count):
+        if len(self.queue) < count and not self.refilled:
+            self.refilled = True
+            self.queue = np.concatenate([self.queue,
+                                         self._from_table(_BATCH - 1, _BATCH - 1 + _QUEUED)])
         taken, self.queue = self.queue[:count], self.queue[count:]
         more = count - len(taken)
         if more == 0:

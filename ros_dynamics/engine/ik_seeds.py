@@ -4,11 +4,15 @@ the pose they give that frame.
 A damped least-squares iteration converges in three or four steps from a configuration whose
 pose is near the target, and in ten or more -- or to a local minimum -- from an arbitrary one.
 So the table samples configurations uniformly inside the joint limits and computes the frame's
-pose at each. Pose features are the position [m] and the rotation matrix's entries times a
+pose and the Jacobian's damped pseudo-inverse at each: :meth:`SeedTable.starts` moves the
+nearest samples by one damped least-squares step toward the target from those, so a search's
+rows start a step ahead without evaluating the chain (on Baxter's arm, 2.9 iterations to 1e-5
+instead of 4.0). Pose features are the position [m] and the rotation matrix's entries times a
 length (:data:`ROTATION_LENGTH`), so that a turn by a small angle ``a`` counts like a shift of
 about ``1.4 a ROTATION_LENGTH``. SciPy's k-d trees over the features (and over the positions
-alone) give the samples nearest a target exactly: the build costs about 25 ms for 20,000
-samples of a 7-joint arm, a query 10-25 us.
+alone) give the samples nearest a target exactly: the build costs about 50 ms for 20,000
+samples of a 7-joint arm, a query 10-25 us. The pseudo-inverses are kept in single precision
+(a step's direction needs no more): 12 + 7 m doubles and 6 m floats per sample of m joints.
 """
 from __future__ import annotations
 
@@ -18,6 +22,9 @@ from scipy.spatial import cKDTree
 
 ROTATION_LENGTH = 0.2   # [m] weight of the rotation-matrix entries against the position
 _CHUNK = 1024           # configurations per forward-kinematics batch while building
+#: Damping of the stored pseudo-inverses: the search's (``0.1 e^T e / 2``) for errors of about
+#: 5 cm and 0.3 rad, the nearest samples' on a 7-joint arm with 20,000 of them.
+STEP_DAMPING = 5e-3
 
 
 def pose_features(T: ArrayLike):
@@ -46,11 +53,19 @@ class SeedTable:
     def __init__(self, chain, lower, upper, samples, rng):
         configurations = rng.uniform(lower, upper, size=(samples, len(lower)))
         features = np.empty((samples, 12))
+        steps = np.empty((samples, len(lower), 6), dtype=np.float32)
         for i in range(0, samples, _CHUNK):     # in chunks: small temporaries, small heap
-            features[i:i + _CHUNK] = pose_features(chain.poses(configurations[i:i + _CHUNK]))
-        #: (samples, m) configurations and (samples, 12) their pose features.
+            T, JT = chain.evaluate(configurations[i:i + _CHUNK])
+            features[i:i + _CHUNK] = pose_features(T)
+            # The damped pseudo-inverse J^T (J J^T + lambda I)^-1 = (G^-1 J)^T, G = J J^T + ...
+            G = JT.transpose(0, 2, 1) @ JT
+            G.reshape(len(G), 36)[:, ::7] += STEP_DAMPING
+            steps[i:i + _CHUNK] = np.linalg.solve(G, JT.transpose(0, 2, 1)).transpose(0, 2, 1)
+        #: (samples, m) configurations, (samples, 12) their pose features and (samples, m, 6)
+        #: the damped pseudo-inverses of the frame's Jacobian there (single precision).
         self.configurations = configurations
         self.features = features
+        self.steps = steps
         # Trees over the features and over the positions alone (position-only queries).
         self._trees = {12: cKDTree(features, copy_data=False),
                        3: cKDTree(np.ascontiguousarray(features[:, :3]), copy_data=False)}
@@ -68,3 +83,16 @@ class SeedTable:
         d, index = self._trees[width].query(pose_features(T_target)[:width], k)
         configurations = self.configurations[np.atleast_1d(index)]
         return (configurations, np.atleast_1d(d) ** 2) if distances else configurations
+
+    def starts(self, error, T_target, k):
+        """Starting points (k, m) for a search of ``T_target`` (4, 4), whose
+        :class:`~ros_dynamics.engine.ik_search.PoseError` is ``error``: the ``k`` samples
+        nearest it (as :meth:`nearest`), each moved by one damped least-squares step from its
+        stored pose and pseudo-inverse (the rotation error's sine for its angle: the same for
+        the nearest samples, within 4 % up to 0.5 rad). Not clipped into the limits.
+        """
+        k = min(k, len(self.configurations))
+        _, index = self._trees[12].query(pose_features(T_target), k)
+        index = np.atleast_1d(index)
+        e = error.of_features(self.features[index], ROTATION_LENGTH)
+        return self.configurations[index] + (self.steps[index] @ e[:, :, None])[..., 0]
