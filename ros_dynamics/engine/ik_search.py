@@ -183,8 +183,9 @@ class Search:
                  rng, active=None):
         self.chain, self.error, self.rng_seed = chain, PoseError(T_target), rng
         self.T_target = T_target
-        #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed.
-        self.periodic = chain.periodic
+        #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed (None:
+        #: there are none).
+        self.periodic = chain.periodic if chain.periodic.any() else None
         self.q_seed = q_seed
         self.inactive = None if active is None or active.all() else ~active
         self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
@@ -247,11 +248,12 @@ class Search:
 
     def _turned(self, x):
         """:meth:`q` and which configurations (...) a clip into the limits moved."""
-        q = np.broadcast_to(self.q_seed, x.shape[:-1] + self.q_seed.shape).copy()
-        x = x.copy()
+        q = np.empty(x.shape[:-1] + self.q_seed.shape)
+        q[...] = self.q_seed
         clipped = np.zeros(x.shape[:-1], dtype=bool)
         turns = self.chain.turns
         if turns is not None:
+            x = x.copy()
             seed = self.q_seed[self.active[turns]]
             near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
             lower, upper = self.chain.lower[turns], self.chain.upper[turns]
@@ -262,7 +264,9 @@ class Search:
             clipped = (inside & (kept != near)).any(axis=-1)
             x[..., turns] = np.where(inside, kept, x[..., turns])
         q[..., self.active] = x
-        return _near_seed(q, self.q_seed, self.periodic), clipped
+        if self.periodic is not None:
+            _near_seed(q, self.q_seed, self.periodic)
+        return q, clipped
 
     def best(self):
         """The lowest-cost configuration met (m,), its position error [m] and orientation
