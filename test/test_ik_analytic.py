@@ -16,15 +16,19 @@ from scipy.spatial.transform import Rotation
 from ros_dynamics.engine import ik_analytic
 from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.ik_search import error_norms, pose_error
-from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4
+from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4, sp6, sp6_one
 
 Z1 = 'z1_description/urdf/z1.urdf'
-# Arms with an analytic family: (description, tip, family); the last two are not in make bench.
+# Arms with an analytic family: (description, tip, family); the last four are not in make bench
+# (SO-100 to its jaw and Alexander's leg, read from the foot, have axes 5 and 6 apart).
 ANALYTIC = [(UR5, 'tool0', 'three_parallel'), (KINOVA, 'j2s6s200_end_effector', 'spherical_wrist'),
             (Z1, 'gripperStator', 'three_parallel'),
             ('ur_description/urdf/ur10_joint_limited_robot.urdf', 'tool0', 'three_parallel'),
             ('talos_data/robots/talos_left_arm.urdf', 'gripper_left_base_link',
-             'spherical_wrist')]
+             'spherical_wrist'),
+            ('so_arm_description/urdf/so100.urdf', 'jaw', 'three_parallel_offset'),
+            ('alexander_description/urdf/alexander_v1.lowerBodyOnly.urdf', 'LEFT_FOOT',
+             'three_parallel_offset')]
 
 
 def unit(rng, n=None):
@@ -132,6 +136,63 @@ def test_subproblem_2_pairs():
         assert any(same_angle(x, t1, 1e-6) and same_angle(y, t2, 1e-6) for x, y in zip(a, b))
         for x, y in zip(a, b):
             np.testing.assert_allclose(scipy_rot(k1, x) @ p, scipy_rot(k2, y) @ q, atol=1e-10)
+
+
+def sp6_sides(H, K, P, t1, t2):
+    """The left-hand sides (..., 2) of subproblem 6 at angles ``t1``, ``t2`` (...), from SciPy's
+    rotations.
+    """
+    R1, R2 = scipy_rot(K[0], t1), scipy_rot(K[1], t2)
+    side = [np.einsum('i,...ij,...j->...', H[i], R, P[..., i, :])
+            for i, R in enumerate((R1, R2, R1, R2))]
+    return np.stack([side[0] + side[1], side[2] + side[3]], axis=-1)
+
+
+def test_subproblem_6_finds_every_pair_batched_and_one_at_a_time():
+    """Random instances from known angles: the known pair is among the four, every pair called
+    exact solves both equations (SciPy's rotations), and the scalar form gives the same.
+    """
+    rng = np.random.default_rng(5)
+    n = 300
+    H, K, P = unit(rng, 4), unit(rng, 2), rng.normal(size=(n, 4, 3))
+    t1, t2 = rng.uniform(-np.pi, np.pi, (2, n))
+    d = sp6_sides(H, K, P, t1, t2)
+    a, b, exact = sp6(H, K, P, d)
+    assert a.shape == b.shape == exact.shape == (n, 4)
+    assert exact.sum(axis=1).min() >= 2                  # real roots come in pairs
+    residual = np.abs(sp6_sides(H, K, P[:, None], a, b) - d[:, None]).max(axis=-1)
+    assert residual[exact].max() < 1e-9
+    for i in range(n):
+        assert any(same_angle(x, t1[i], 1e-7) and same_angle(y, t2[i], 1e-7)
+                   for x, y, e in zip(a[i], b[i], exact[i]) if e)
+        one = sp6_one(*(tuple(map(tuple, v)) for v in (H, K, P[i])), tuple(d[i]))
+        assert len(one) == 4
+        for x, y, e in one:
+            assert any(e == f and same_angle(x, u) and same_angle(y, v)
+                       for u, v, f in zip(a[i], b[i], exact[i]))
+
+
+def test_subproblem_6_with_an_isotropic_quadratic():
+    """Both angles about one axis and the second terms the first's vectors turned by ``alpha``:
+    the two blocks differ by a rotation, the quartic's leading coefficient vanishes and two
+    solutions remain (twice), ``t1`` and ``t2 + alpha`` in either order of the sum.
+    """
+    rng = np.random.default_rng(6)
+    for _ in range(50):
+        k, h0, h2, alpha = unit(rng), unit(rng), unit(rng), rng.uniform(-3, 3)
+        p0, p2 = rng.normal(size=3), rng.normal(size=3)
+        H, K = np.array([h0, h0, h2, h2]), np.array([k, k])
+        P = np.array([p0, scipy_rot(k, alpha) @ p0, p2, scipy_rot(k, alpha) @ p2])
+        t1, t2 = rng.uniform(-np.pi, np.pi, 2)
+        d = sp6_sides(H, K, P, t1, t2)
+        a, b, exact = sp6(H, K, P[None], d[None])
+        one = sp6_one(*(tuple(map(tuple, v)) for v in (H, K, P)), tuple(d))
+        for x, y, e in zip(a[0], b[0], exact[0]):
+            assert e and np.abs(sp6_sides(H, K, P, x, y) - d).max() < 1e-9
+        assert any(same_angle(x, t1, 1e-7) and same_angle(y, t2, 1e-7)
+                   for x, y in zip(a[0], b[0]))
+        for x, y, e in one:
+            assert e and np.abs(sp6_sides(H, K, P, x, y) - d).max() < 1e-9
 
 
 # --- arms ---------------------------------------------------------------------------------------
@@ -375,7 +436,7 @@ def test_as_many_solutions_as_eaik_inside_the_limits(arm):
     lower, upper = arm.model.lower_limits[chain.moved], arm.model.upper_limits[chain.moved]
     rng = np.random.default_rng(12)
     total_ours = total_eaik = 0
-    for _ in range(100):
+    for _ in range(150):        # Alexander's leg reaches about one solution a target
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         T = arm.pose(q_true)
         pose = T.copy()
@@ -395,6 +456,82 @@ def test_as_many_solutions_as_eaik_inside_the_limits(arm):
         total_ours += len(ours)
         total_eaik += len(theirs)
     assert total_ours >= total_eaik > 100
+
+
+def _offset_wrist_urdf():
+    """Six joints, axes z, y, y, y, z, x: axes 2-4 parallel, no two others meeting (1 and 2 are
+    5 cm apart, 5 and 6 2 cm), limits a turn wide: every branch of the family is inside.
+    """
+    joints = [('0 0 0.1', '0 0 1'), ('0.05 0.1 0.2', '0 1 0'), ('0.4 -0.02 0.03', '0 1 0'),
+              ('0.35 0.03 0', '0 1 0'), ('0.05 0.08 0.02', '0 0 1'), ('0.07 0.02 -0.05', '1 0 0')]
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0"'
+                ' ixz="0" iyz="0"/></inertial>')
+    links = ''.join(f'<link name="l{i}">{inertial}</link>' for i in range(7))
+    body = ''.join(
+        f'<joint name="j{i + 1}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+        f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>'
+        f'<limit lower="-3.14159" upper="3.14159" effort="1" velocity="1"/></joint>'
+        for i, (xyz, axis) in enumerate(joints))
+    tool = ('<link name="tool"/><joint name="tool_joint" type="fixed"><parent link="l6"/>'
+            '<child link="tool"/><origin xyz="0.1 0.01 0.02" rpy="0.1 0.2 0.3"/></joint>')
+    return f'<robot name="offset_wrist">{links}{body}{tool}</robot>'
+
+
+@pytest.fixture(scope='module')
+def offset_wrist(tmp_path_factory):
+    path = tmp_path_factory.mktemp('offset_wrist') / 'offset_wrist.urdf'
+    path.write_text(_offset_wrist_urdf())
+    return Arm(str(path), 'tool')
+
+
+def test_an_offset_wrist_has_up_to_eight_solutions_every_one_eaiks(offset_wrist):
+    """Axes 5 and 6 apart: angles 1 and 5 from subproblem 6 (a quartic). Every solution
+    checked with Pinocchio, the target's own configuration among them, each of EAIK's among
+    them, and as many in all.
+    """
+    arm = offset_wrist
+    assert arm.solver.family('tool').name == 'three_parallel_offset'
+    robot, R_tool = eaik_robot(arm)
+    rng = np.random.default_rng(15)
+    counts, total_eaik = [], 0
+    for _ in range(100):
+        q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        T = arm.pose(q_true)
+        result = arm.solver.solve('tool', T, seed)
+        assert result.success and result.method == 'analytic three_parallel_offset'
+        for q in result.solutions:
+            assert_solves(arm, q, T)
+        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q, q_true))
+                   for q in result.solutions)
+        pose = T.copy()
+        pose[:3, :3] = T[:3, :3] @ R_tool.T
+        sol = robot.IK(pose)
+        theirs = [q for q, ls in zip(sol.Q, sol.is_LS) if not ls]
+        for t in theirs:
+            assert min(np.abs(np.remainder(t - o + np.pi, 2 * np.pi) - np.pi).max()
+                       for o in result.solutions) < 1e-6
+        total_eaik += len({tuple(np.round(np.remainder(t, 2 * np.pi), 6)) for t in theirs})
+        counts.append(len(result.solutions))
+    assert sum(counts) >= total_eaik and max(counts) == 8 and np.mean(counts) > 4
+
+
+def test_an_offset_wrist_at_its_singularity_stays_and_solves(offset_wrist):
+    """Joint 5 at pi/2 turns axis 6 onto the parallel axes: a robot there asked for where it is
+    stays; from elsewhere the pose is reached.
+    """
+    arm = offset_wrist
+    family = arm.solver.family('tool')
+    rng = np.random.default_rng(16)
+    for _ in range(30):
+        q = arm.random_q(rng)
+        q[4] = math.pi / 2
+        assert family.any_singular([q])
+        T = arm.pose(q)
+        result = arm.solver.solve('tool', T, q)
+        assert result.success and result.method == 'seed'
+        result = arm.solver.solve('tool', T, arm.random_q(rng))
+        assert result.success, result.message
+        assert_solves(arm, result.q, T, 1e-5)
 
 
 def test_a_calibrated_description_is_recognised_snapped_and_polished(tmp_path):

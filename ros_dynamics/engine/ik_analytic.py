@@ -14,13 +14,17 @@ analytical inverse kinematics* (EAIK), IEEE RA-L 2025:
 
 * ``three_parallel`` -- axes 2, 3 and 4 parallel and axes 5 and 6 meeting (UR, Z1 arms): up
   to 8 solutions;
+* ``three_parallel_offset`` -- axes 2, 3 and 4 parallel, axes 5 and 6 apart (SO-100's jaw;
+  Alexander's legs read from the foot): angles 1 and 5 from subproblem 6, a quartic, then up to
+  8 solutions;
 * ``spherical_wrist`` -- axes 4, 5 and 6 meeting at one point, with axes 2 and 3 parallel
   (PUMA, Jaco, most industrial arms) or axes 1 and 2 meeting: up to 8 solutions;
 * the same families for the chain read backwards, tip to root (a spherical shoulder).
 
 Where the description only nearly fits (within :data:`ANGLE_TOLERANCE` and
 :data:`DISTANCE_TOLERANCE`) the geometry is snapped to the family, solved, and every solution
-then polished by Gauss-Newton steps on the true chain (:func:`polish`). Chains that fit no
+then polished by Gauss-Newton steps on the true chain (:func:`polish`); so are the solutions of
+``three_parallel_offset``, whose quartic's roots are numerical. Chains that fit no
 family are left to the numerical solver (:mod:`~ros_dynamics.engine.ik_search`).
 """
 from dataclasses import dataclass, replace
@@ -47,6 +51,8 @@ from .subproblems import (
     sp3_one,
     sp4,
     sp4_one,
+    sp6,
+    sp6_one,
 )
 
 #: Axes whose directions differ by less than this [rad] count as parallel.
@@ -122,8 +128,10 @@ def _parallel(h, i, j):
 @dataclass(frozen=True)
 class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
-    whether snapping changed it (``snapped``: solutions need :func:`polish`) and, for the
-    spherical wrist, which shoulder case applies (``shoulder``: 'parallel' or 'meeting').
+    whether its solutions are approximate (``snapped``: snapping changed the geometry, or the
+    family's roots are numerical -- solutions need :func:`polish`, and none within the
+    tolerances does not prove the target out of reach) and, for the spherical wrist, which
+    shoulder case applies (``shoulder``: 'parallel' or 'meeting').
     """
 
     name: str
@@ -152,8 +160,7 @@ class Family:
             R, p = R.T, -R.T @ p
         v = self._vectors
         R06 = R.dot(v['R0T']).tolist()
-        solver = _three_parallel_one if self.name == 'three_parallel' else _spherical_wrist_one
-        out = solver(v, R06, tuple(p.tolist()), self.shoulder, exact_only)
+        out = _SOLVERS_ONE[self.name](v, R06, tuple(p.tolist()), self.shoulder, exact_only)
         if self.geometry.reversed:
             out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
         return out
@@ -204,8 +211,7 @@ class Family:
         g = self.geometry
         if g.reversed:
             R, p = np.swapaxes(R, -1, -2), -np.einsum('nji,nj->ni', R, p)
-        solver = _three_parallel if self.name == 'three_parallel' else _spherical_wrist
-        Q, exact = solver(g, R, p, self.shoulder)
+        Q, exact = _SOLVERS[self.name](g, R, p, self.shoulder)
         if g.reversed:
             Q = -Q[..., ::-1]
         return Q, exact
@@ -230,6 +236,8 @@ def _classify_one(g):
             new = replace(g, h=np.concatenate([h[:1], h2, h[4:]]),
                           o=np.concatenate([o[:4], [c, c]]))
             return Family('three_parallel', new, _changed(g, new))
+        new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:4]), h[4:]]))
+        return Family('three_parallel_offset', new, True)
     c45, c56 = _meet(h, o, 3, 4), _meet(h, o, 4, 5)
     if c45 is None or c56 is None or np.linalg.norm(c45 - c56) > DISTANCE_TOLERANCE:
         return None
@@ -300,6 +308,44 @@ def _three_parallel(g, R, p, _shoulder):
                  axis=-1)
     exact = e1[:, None, None, None] & e5[:, :, None, None] & e3[..., None]
     return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
+
+
+def _three_parallel_offset(g, R, p, _shoulder):
+    """Axes 2, 3 and 4 parallel (``h``), axes 5 and 6 apart. With ``R' = R R0^T = R1 ... R6``
+    and ``x = p - o1 - R' (p0 - o6)``, the component along ``h`` is untouched by joints 2 to 4:
+    ``h . R1^T x = h . (o5 - o1) + h . R5 (o6 - o5)`` and ``h . R1^T R' h6 = h . R5 h6``,
+    subproblem 6 in angles 1 and 5 (four pairs); then as :func:`_three_parallel`, with
+    ``R5 (o6 - o5)`` in the arm's reach.
+    """
+    h, o = g.h, g.o
+    hh = h[1]
+    p12, p23, p34, p45, p56 = o[1] - o[0], o[2] - o[1], o[3] - o[2], o[4] - o[3], o[5] - o[4]
+    R06 = R @ g.R0.T                                               # (N, 3, 3)
+    N = len(R)
+    x = p - _mv(R06, g.p0 - o[5]) - o[0]                           # (N, 3)
+    P = np.stack([x, np.broadcast_to(p56, (N, 3)), _mv(R06, h[5]),
+                  np.broadcast_to(h[5], (N, 3))], axis=1)          # (N, 4, 3)
+    d = np.broadcast_to([hh @ (o[4] - o[0]), 0.0], (N, 2))
+    # R1^T = rot(h1, -q1) = rot(-h1, q1).
+    q1, q5, e15 = sp6(np.stack([hh, -hh, hh, -hh]), np.stack([-h[0], h[4]]), P, d)
+    R01 = rot(h[0], q1)                                            # (N, 4, 3, 3)
+    R16 = np.swapaxes(R01, -1, -2) @ R06[:, None]                  # (N, 4, 3, 3)
+    R45 = rot(h[4], q5)                                            # (N, 4, 3, 3)
+    v = np.einsum('i,naij->naj', hh, R16)                          # R16^T h (N, 4, 3)
+    q6 = sp1(v, _mv(np.swapaxes(R45, -1, -2), hh), h[5])           # (N, 4)
+    R14 = R16 @ np.swapaxes(rot(h[5], q6), -1, -2) @ np.swapaxes(R45, -1, -2)
+    w = _perpendicular(hh)
+    q14 = sp1(w, _mv(R14, w), hh)                                  # (N, 4)
+    x1 = _mv(np.swapaxes(R01, -1, -2), x[:, None]) - p12 - _mv(R14, p45 + _mv(R45, p56))
+    q3, e3 = sp3(p34, -p23, h[2], np.linalg.norm(x1, axis=-1))     # (N, 4, 2)
+    y = p23 + rotate(h[2], q3, p34)                                # (N, 4, 2, 3)
+    q2 = sp1(y, x1[:, :, None], hh)                                # (N, 4, 2)
+    shape = (N, 4, 2)
+    Q = np.stack([np.broadcast_to(q1[..., None], shape), q2, q3, q14[..., None] - q2 - q3,
+                  np.broadcast_to(q5[..., None], shape), np.broadcast_to(q6[..., None], shape)],
+                 axis=-1)
+    exact = np.broadcast_to((e15 & e3)[..., None], shape)
+    return Q.reshape(N, 8, 6), exact.reshape(N, 8)
 
 
 def _spherical_wrist(g, R, p, shoulder):
@@ -490,3 +536,42 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
             q6 = sp1_one(v['w6'], rotate3(h5, -q5, rotate3(h4, -q4, R36w)), h6)
             out.append(((q1, q2, q3, q4, q5, q6), e and e45))
     return out
+
+
+_SOLVERS = {'three_parallel': _three_parallel, 'three_parallel_offset': _three_parallel_offset,
+            'spherical_wrist': _spherical_wrist}
+
+
+def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only):
+    """:func:`_three_parallel_offset` for one pose (see :meth:`Family.solve_one`)."""
+    h1, h2, h3, _, h5, h6 = v['h']
+    p12, p23, p34, p45, p56 = v['p']
+    x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
+    d = dot3(h2, _add(_add(p12, p23), _add(p34, p45)))
+    m2 = _neg(h2)
+    pairs = sp6_one((h2, m2, h2, m2), (_neg(h1), h5), (x, p56, _apply(R06, h6), h6), (d, 0.0))
+    w = v['w2']
+    out = []
+    for q1, q5, e15 in pairs:
+        if exact_only and not e15:
+            continue
+        c1, s1, c5, s5 = math.cos(q1), math.sin(q1), math.cos(q5), math.sin(q5)
+        # R16^T h2 = R06^T R01 h2 turned onto R45^T h2 by joint 6; R14 = R16 R6^T R45^T.
+        q6 = sp1_one(_apply_t(R06, rotate_cs(h1, c1, s1, h2)), rotate_cs(h5, c5, -s5, h2), h6)
+        c6, s6 = math.cos(q6), -math.sin(q6)
+        r14w, r14arm = (rotate_cs(h1, c1, -s1, _apply(R06, rotate_cs(h6, c6, s6, rotate_cs(
+            h5, c5, -s5, u)))) for u in (w, _add(p45, rotate_cs(h5, c5, s5, p56))))
+        q14 = sp1_one(w, r14w, h2)
+        x1 = _sub(_sub(rotate_cs(h1, c1, -s1, x), p12), r14arm)
+        q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))
+        if exact_only and not e3:
+            continue
+        for q3 in q3s:
+            q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
+            out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e15 and e3))
+    return out
+
+
+_SOLVERS_ONE = {'three_parallel': _three_parallel_one,
+                'three_parallel_offset': _three_parallel_offset_one,
+                'spherical_wrist': _spherical_wrist_one}

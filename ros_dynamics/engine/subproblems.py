@@ -17,6 +17,7 @@ return them in a trailing axis of size 2; where there is one (tangency, least sq
 appears twice. The ``*_one`` forms solve one problem in Python floats (3-tuples), for a
 single pose, where NumPy's fixed cost per call would dominate.
 """
+import cmath
 import math
 
 import numpy as np
@@ -106,6 +107,81 @@ def sp2(p, q, k1, k2):
     return theta1, theta2, exact
 
 
+def sp6(H, K, P, d):
+    """Subproblem 6: the angle pairs ``theta1, theta2`` (each (..., 4)) with
+    ``H[0]^T rot(K[0], theta1) P[0] + H[1]^T rot(K[1], theta2) P[1] = d[0]`` and
+    ``H[2]^T rot(K[0], theta1) P[2] + H[3]^T rot(K[1], theta2) P[3] = d[1]``, and ``exact``
+    (..., 4): whether each pair solves them. ``H`` (4, 3), ``K`` (2, 3) unit vectors; ``P``
+    (..., 4, 3); ``d`` (..., 2).
+
+    Each term is ``c cos(theta) + s sin(theta) + const``, so the two equations are linear in
+    the unit vectors ``u = (cos theta1, sin theta1)`` and ``v = (cos theta2, sin theta2)``:
+    ``A u + B v = r``. The better conditioned of ``A`` and ``B`` is inverted -- say ``B``:
+    ``v = B^-1 (r - A u)`` -- and ``|v| = 1`` is a trigonometric quadratic in ``theta1``,
+    a quartic in ``z = exp(i theta1)`` whose four roots (eigenvalues of its companion matrix)
+    lie on the unit circle where they are real solutions (Elias and Wen solve the same
+    equations as an intersection of two ellipses). Roots off the circle (no exact solution)
+    give the nearest angles, not exact; the angles are as accurate as the roots (about 1e-10
+    rad from a well-separated root): callers polish them on the true chain.
+    """
+    P = np.asarray(P, dtype=float)
+    k = K[[0, 1, 0, 1]]                                  # the axis each term turns about
+    kp, hk = _dot(k, P), np.sum(H * k, axis=-1)
+    cos, sin = _dot(H, P) - kp * hk, _dot(H, cross(k, P))          # (..., 4)
+    A = np.stack([cos[..., 0::2], sin[..., 0::2]], axis=-1)        # (..., 2, 2) rows: eqs
+    B = np.stack([cos[..., 1::2], sin[..., 1::2]], axis=-1)
+    r = np.asarray(d, dtype=float) - (kp * hk)[..., 0::2] - (kp * hk)[..., 1::2]
+    det_a, det_b = _det2(A), _det2(B)
+    swap = np.abs(det_a) > np.abs(det_b)                 # invert A: solve for theta2 first
+    E = np.where(swap[..., None, None], B, A)            # the kept block, its angle's row
+    F = np.where(swap[..., None, None], A, B)
+    det = np.where(swap, det_a, det_b)
+    G = np.stack([np.stack([F[..., 1, 1], -F[..., 0, 1]], -1),
+                  np.stack([-F[..., 1, 0], F[..., 0, 0]], -1)], -2) / det[..., None, None]
+    a = (G @ r[..., None])[..., 0]                       # w = a - C t for t = (cos, sin)
+    C = G @ E
+    S = np.swapaxes(C, -1, -2) @ C
+    g = (np.swapaxes(C, -1, -2) @ a[..., None])[..., 0]
+    # |w|^2 - 1 = S00 c^2 + 2 S01 c s + S11 s^2 - 2 g . (c, s) + |a|^2 - 1, as a polynomial
+    # in z: C2 z^4 + C1 z^3 + C0 z^2 + conj(C1) z + conj(C2).
+    c2 = 0.25 * (S[..., 0, 0] - S[..., 1, 1]) - 0.5j * S[..., 0, 1]
+    c1 = -g[..., 0] + 1j * g[..., 1]
+    c0 = 0.5 * (S[..., 0, 0] + S[..., 1, 1]) + _dot(a, a) - 1.0
+    scale = np.maximum(np.maximum(np.abs(c2), np.abs(c1)), np.abs(c0))
+    quartic = np.abs(c2) > _ISOTROPIC * scale
+    lead = np.where(quartic, c2, 1.0)
+    companion = np.zeros(c2.shape + (4, 4), dtype=complex)
+    companion[..., 0, :] = -np.stack([c1, c0, np.conj(c1), np.conj(c2)], -1) / lead[..., None]
+    companion[..., [1, 2, 3], [0, 1, 2]] = 1.0
+    z = np.linalg.eigvals(companion)
+    t = np.angle(z)
+    exact = np.abs(np.abs(z) - 1.0) <= _ON_CIRCLE
+    if not quartic.all():
+        # S isotropic (C2 = 0): (S00 + |a|^2 - 1) - 2 g . (c, s) = 0, two angles (as sp4).
+        rho, phi = np.hypot(g[..., 0], g[..., 1]), np.arctan2(g[..., 1], g[..., 0])
+        ratio = np.divide(0.5 * (S[..., 0, 0] + _dot(a, a) - 1.0), rho,
+                          out=np.full(rho.shape, 2.0), where=rho > 0)
+        half = np.arccos(np.clip(ratio, -1.0, 1.0))
+        two = np.stack([phi + half, phi - half, phi + half, phi - half], axis=-1)
+        t = np.where(quartic[..., None], t, two)
+        exact = np.where(quartic[..., None], exact, (np.abs(ratio) <= 1.0 + _TANGENT)[..., None])
+    w = a[..., None, :] - np.einsum('...ij,...kj->...ki', C, np.stack([np.cos(t), np.sin(t)], -1))
+    other = np.arctan2(w[..., 1], w[..., 0])
+    theta1, theta2 = np.where(swap[..., None], other, t), np.where(swap[..., None], t, other)
+    return _wrap(theta1), _wrap(theta2), exact
+
+
+#: sp6: a root of the quartic this close to the unit circle is a real solution (a double root,
+#: at a tangency, lands about the square root of the rounding off it).
+_ON_CIRCLE = 1e-6
+#: sp6: a leading coefficient this small against the others makes the quartic a quadratic.
+_ISOTROPIC = 1e-12
+
+
+def _det2(M):
+    return M[..., 0, 0] * M[..., 1, 1] - M[..., 0, 1] * M[..., 1, 0]
+
+
 def _wrap(theta):
     """Angles moved into [-pi, pi)."""
     return (theta + np.pi) % (2.0 * np.pi) - np.pi
@@ -173,6 +249,54 @@ def sp2_one(p, q, k1, k2):
     """
     theta1, exact = sp4_one(k2, p, k1, dot3(k2, q))
     return tuple((t, sp1_one(q, rotate3(k1, t, p), k2)) for t in theta1), exact
+
+
+def sp6_one(H, K, P, d):
+    """:func:`sp6` for one problem (``H``, ``K``, ``P``: tuples of 3-tuples; ``d``: two floats):
+    four ``(theta1, theta2, exact)``.
+    """
+    cos, sin, const = [], [], []
+    for i in range(4):
+        (hx, hy, hz), (kx, ky, kz), (px, py, pz) = H[i], K[i % 2], P[i]
+        kp, hk = kx * px + ky * py + kz * pz, hx * kx + hy * ky + hz * kz
+        cos.append(hx * px + hy * py + hz * pz - kp * hk)
+        sin.append(hx * (ky * pz - kz * py) + hy * (kz * px - kx * pz) + hz * (kx * py - ky * px))
+        const.append(kp * hk)
+    r0, r1 = d[0] - const[0] - const[1], d[1] - const[2] - const[3]
+    det_a = cos[0] * sin[2] - sin[0] * cos[2]
+    det_b = cos[1] * sin[3] - sin[1] * cos[3]
+    swap = abs(det_a) > abs(det_b)             # invert A: solve for theta2 first
+    e, f = (1, 0) if swap else (0, 1)          # the kept block's terms, the inverted one's
+    det = det_a if swap else det_b
+    # G = F^-1; w = a - C t for the kept angle's t = (cos, sin).
+    g00, g01, g10, g11 = sin[f + 2] / det, -sin[f] / det, -cos[f + 2] / det, cos[f] / det
+    a0, a1 = g00 * r0 + g01 * r1, g10 * r0 + g11 * r1
+    c00, c01 = g00 * cos[e] + g01 * cos[e + 2], g00 * sin[e] + g01 * sin[e + 2]
+    c10, c11 = g10 * cos[e] + g11 * cos[e + 2], g10 * sin[e] + g11 * sin[e + 2]
+    s00, s01, s11 = c00 * c00 + c10 * c10, c00 * c01 + c10 * c11, c01 * c01 + c11 * c11
+    gg0, gg1 = c00 * a0 + c10 * a1, c01 * a0 + c11 * a1
+    q2 = complex(0.25 * (s00 - s11), -0.5 * s01)
+    q1 = complex(-gg0, gg1)
+    q0 = 0.5 * (s00 + s11) + a0 * a0 + a1 * a1 - 1.0
+    if abs(q2) > _ISOTROPIC * max(abs(q2), abs(q1), abs(q0)):
+        companion = np.zeros((4, 4), dtype=complex)
+        companion[0] = [-q1 / q2, -q0 / q2, -q1.conjugate() / q2, -q2.conjugate() / q2]
+        companion[[1, 2, 3], [0, 1, 2]] = 1.0
+        angles = [(cmath.phase(z), abs(abs(z) - 1.0) <= _ON_CIRCLE)
+                  for z in np.linalg.eigvals(companion).tolist()]
+    else:                                      # S isotropic: two angles (as sp4)
+        rho, phi = math.hypot(gg0, gg1), math.atan2(gg1, gg0)
+        ratio = 0.5 * (s00 + a0 * a0 + a1 * a1 - 1.0) / rho if rho > 0.0 else 2.0
+        half = math.acos(min(1.0, max(-1.0, ratio)))
+        exact = abs(ratio) <= 1.0 + _TANGENT
+        angles = [(phi + half, exact), (phi - half, exact)] * 2
+    out = []
+    for t, exact in angles:
+        c, s = math.cos(t), math.sin(t)
+        other = math.atan2(a1 - c10 * c - c11 * s, a0 - c00 * c - c01 * s)
+        t = _wrap_one(t)
+        out.append((other, t, exact) if swap else (t, other, exact))
+    return out
 
 
 def _wrap_one(theta):
