@@ -154,7 +154,9 @@ class Family:
     def solve_one(self, R, p, exact_only=False):
         """:meth:`solve` for one pose, in Python floats (a few times faster for one pose):
         eight ``(q, exact)``, ``q`` a 6-tuple -- with ``exact_only``, only the exact ones (the
-        branches whose arm is out of reach are not carried through the wrist).
+        branches whose arm is out of reach are not carried through the wrist). For
+        ``three_parallel_offset``, the pairs of angles 1 and 5 that no pose gives (roots of
+        subproblem 6 off the unit circle) are always left out: up to eight.
         """
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p
@@ -553,7 +555,7 @@ def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only):
     w = v['w2']
     out = []
     for q1, q5, e15 in pairs:
-        if exact_only and not e15:
+        if not e15:                  # a root off the circle: no pose, and no singular one
             continue
         c1, s1, c5, s5 = math.cos(q1), math.sin(q1), math.cos(q5), math.sin(q5)
         # R16^T h2 = R06^T R01 h2 turned onto R45^T h2 by joint 6; R14 = R16 R6^T R45^T.

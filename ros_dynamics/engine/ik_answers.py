@@ -198,9 +198,24 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
     candidates = [(before + q + after, True)
                   for q, _ in held.family.solve_one(turned[:3, :3], turned[:3, 3], True)]
     if held.family.snapped:
-        candidates = _polished(chain, candidates, T_target, held.free, p_tol, o_tol)
+        candidates = _polished(chain, _near_limits(candidates, q_seed[chain.moved], chain),
+                               T_target, held.free, p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        method)
+
+
+#: [rad or m] A snapped geometry's solution no turn brings this near its limits is not polished
+#: (polishing moves it by about the snapping, at most a few mrad).
+POLISH_REACH = 0.01
+
+
+def _near_limits(candidates, x_seed, chain):
+    """The exact ``candidates`` (``(q, exact)``) that whole turns bring within
+    :data:`POLISH_REACH` of ``chain``'s limits: the only ones worth polishing.
+    """
+    x_seed = x_seed.tolist()
+    return [c for c in candidates if c[1] and _turned_into_limits(
+        c[0], x_seed, chain.float_limits, POLISH_REACH) is not None]
 
 
 def _polished(chain, candidates, T_target, active, p_tol, o_tol):
@@ -210,7 +225,12 @@ def _polished(chain, candidates, T_target, active, p_tol, o_tol):
     :data:`~ros_dynamics.engine.ik_analytic.POLISH_STEPS`; those within them, as
     ``(q, True, (position_error, orientation_error))``.
     """
-    X = np.array([q for q, exact in candidates if exact])
+    exact = [q for q, e in candidates if e]
+    if len(exact) == 1:          # one: its pose alone (half the batch's cost), often within
+        errors = _errors_one(chain.pose(np.array(exact[0])), T_target)
+        if errors[0] <= p_tol and errors[1] <= o_tol:
+            return [(exact[0], True, errors)]
+    X = np.array(exact)
     if not len(X):
         return []
     error = PoseError(T_target)
@@ -281,8 +301,8 @@ def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_t
     one's error above a tolerance).
     """
     if family.snapped:
-        candidates = _polished(chain, candidates, T_target, np.ones(6, dtype=bool), p_tol,
-                               o_tol)
+        candidates = _polished(chain, _near_limits(candidates, q_seed[chain.moved], chain),
+                               T_target, np.ones(6, dtype=bool), p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        f'analytic {family.name}')
 
