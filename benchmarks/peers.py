@@ -531,6 +531,7 @@ class IKGeo(Subproblems):
     name = 'IK-Geo (Rust)'
     snapped = True
     FAMILIES = {('three_parallel', ''): 'three_parallel_two_intersecting',
+                ('three_parallel_offset', ''): 'three_parallel',
                 ('spherical_wrist', 'parallel'): 'spherical_two_parallel',
                 ('spherical_wrist', 'meeting'): 'spherical_two_intersecting'}
 

@@ -47,6 +47,7 @@ IK_ARMS = {   # example-robot-data URDF, tip frame: the arm is the chain from th
     'baxter left arm (branched)': ('baxter_description/urdf/baxter.urdf', 'left_gripper'),
     'tiago arm (branched, prismatic torso)': ('tiago_description/robots/tiago.urdf',
                                               'arm_tool_link'),
+    'so100 to its jaw (offset wrist)': ('so_arm_description/urdf/so100.urdf', 'jaw'),
 }
 #: The bundled demo arm (the closed loop's first robot).
 DEMO_ARM = os.path.join(os.path.dirname(HERE), 'ros_dynamics', 'robots', 'demo_arm.urdf')

@@ -142,7 +142,7 @@ def sp6_sides(H, K, P, t1, t2):
     """The left-hand sides (..., 2) of subproblem 6 at angles ``t1``, ``t2`` (...), from SciPy's
     rotations.
     """
-    R1, R2 = scipy_rot(K[0], t1), scipy_rot(K[1], t2)
+    R1, R2 = (scipy_rot(k, np.ravel(t)).reshape(np.shape(t) + (3, 3)) for k, t in zip(K, (t1, t2)))
     side = [np.einsum('i,...ij,...j->...', H[i], R, P[..., i, :])
             for i, R in enumerate((R1, R2, R1, R2))]
     return np.stack([side[0] + side[1], side[2] + side[3]], axis=-1)
