@@ -221,6 +221,41 @@ def test_an_arm_of_no_family_follows_lines_in_batches():
     assert batched >= 7
 
 
+ALEXANDER = 'alexander_description/urdf/alexander_v1.lowerBodyOnly.urdf'
+
+
+def test_a_leg_with_its_knee_straight_at_its_stop_follows_its_paths():
+    """Alexander's leg read from the foot is solved by subproblem 6 (roots polished and checked
+    on the chain). With the knee straight at its lower limit (a singular configuration: the two
+    knee branches meet, a tangency that rounding tips either way), sweeps of the hip and ankle
+    are followed to their end -- before, polishing stepped the exact branches with the
+    least-squares ones and threw them off (joint values of 1e16), and the paths failed at the
+    first pose.
+    """
+    arm = Arm(erd(ALEXANDER), 'LEFT_FOOT')
+    chain = arm.solver.chain('LEFT_FOOT')
+    assert arm.solver.family('LEFT_FOOT').name == 'three_parallel_offset'
+    moved, model = chain.moved, arm.model
+    knee = model.q_names.index('LEFT_KNEE_Y')
+    assert model.lower_limits[knee] == 0.0
+    rng = np.random.default_rng(31)
+    lo, hi = model.lower_limits[moved], model.upper_limits[moved]
+    for _ in range(20):
+        q0 = model.middle_configuration()
+        q0[moved] = rng.uniform(lo + 0.1 * (hi - lo), hi - 0.1 * (hi - lo))
+        q0[knee] = 0.0
+        sweep = np.zeros(model.nq)
+        sweep[moved] = rng.normal(scale=0.2, size=len(moved))
+        sweep[knee] = 0.0
+        Q = [np.clip(q0 + t * sweep, model.lower_limits, model.upper_limits)
+             for t in np.linspace(0.0, 1.0, 30)]
+        T = np.array([arm.pose(q) for q in Q])
+        result = arm.solver.solve_path('LEFT_FOOT', T, q0)
+        assert result.success, result.message
+        check_path(arm, result.q, T, 1e-5)
+        assert result.max_joint_step < 0.1
+
+
 def test_a_batched_line_into_a_joint_limit_stops_at_the_pose_the_limit_bites():
     """Baxter's wrist pitch starting 0.02 rad inside its upper limit, the tip pushed along the
     direction that joint moves it: the poses before the limit are solved inside the limits,

@@ -155,7 +155,18 @@ class IKSolver:
                                                  position_tolerance, orientation_tolerance,
                                                  max_solutions, deadline)
             if answer is not None and not singular:
-                return answer
+                if family is None or not family.snapped:
+                    return answer
+                # A snapped geometry near a singularity can put its solutions tenths of a
+                # radian off the true ones, too far for polishing to reach the one next to
+                # the seed: a seed near the target (a robot tracking it) is iterated alone too,
+                # and its solution joins the subproblems'.
+                near = warm_result(model, chain, T_target, q_seed,
+                                   chain.pose(q_seed[chain.moved]), active, position_tolerance,
+                                   orientation_tolerance)
+                if near is None:
+                    return answer
+                return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions)
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.

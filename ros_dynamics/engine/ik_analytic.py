@@ -63,6 +63,9 @@ DISTANCE_TOLERANCE = 2e-3
 SINGULAR_ANGLE = 1e-6
 #: Gauss-Newton steps of :func:`polish` at most.
 POLISH_STEPS = 6
+#: [m or rad] A branch whose pose is off by more than this (its largest error component) is
+#: not polished: a least-squares branch of a target out of reach, not one a snapping moved.
+POLISH_NEAR = 0.1
 
 _I3 = np.eye(3)
 
@@ -128,16 +131,22 @@ def _parallel(h, i, j):
 @dataclass(frozen=True)
 class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
-    whether its solutions are approximate (``snapped``: snapping changed the geometry, or the
-    family's roots are numerical -- solutions need :func:`polish`, and none within the
-    tolerances does not prove the target out of reach) and, for the spherical wrist, which
-    shoulder case applies (``shoulder``: 'parallel' or 'meeting').
+    whether snapping changed it (``snapped``) and, for the spherical wrist, which shoulder case
+    applies (``shoulder``: 'parallel' or 'meeting').
     """
 
     name: str
     geometry: Geometry
     snapped: bool
     shoulder: str = ''
+
+    @property
+    def approximate(self):
+        """Whether the solutions need :func:`polish` and a check on the true chain -- the
+        geometry was snapped, or the family's roots are numerical (subproblem 6) -- and none
+        within the tolerances does not prove the target out of reach.
+        """
+        return self.snapped or self.name == 'three_parallel_offset'
 
     @cached_property
     def _vectors(self):
@@ -208,7 +217,9 @@ class Family:
     def solve(self, R, p):
         """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),
         ``p`` (N, 3) in the root frame, and whether each subproblem was solved exactly
-        (N, 8): least-squares branches (targets out of reach) are approximate.
+        (N, 8): least-squares branches (targets out of reach) are approximate, and branches
+        no pose gives are NaN (``three_parallel_offset``: roots of subproblem 6 off the unit
+        circle).
         """
         g = self.geometry
         if g.reversed:
@@ -239,7 +250,7 @@ def _classify_one(g):
                           o=np.concatenate([o[:4], [c, c]]))
             return Family('three_parallel', new, _changed(g, new))
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:4]), h[4:]]))
-        return Family('three_parallel_offset', new, True)
+        return Family('three_parallel_offset', new, _changed(g, new))
     c45, c56 = _meet(h, o, 3, 4), _meet(h, o, 4, 5)
     if c45 is None or c56 is None or np.linalg.norm(c45 - c56) > DISTANCE_TOLERANCE:
         return None
@@ -347,6 +358,7 @@ def _three_parallel_offset(g, R, p, _shoulder):
                   np.broadcast_to(q5[..., None], shape), np.broadcast_to(q6[..., None], shape)],
                  axis=-1)
     exact = np.broadcast_to((e15 & e3)[..., None], shape)
+    Q[~e15] = np.nan                                               # no pose: nothing to polish
     return Q.reshape(N, 8, 6), exact.reshape(N, 8)
 
 
@@ -386,31 +398,55 @@ def _spherical_wrist(g, R, p, shoulder):
     return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
 
 
-def polish(chain, X, T_targets, active, tolerance):
+def polish(chain, X, T_targets, active, tolerance, settle=True, near=None):
     """Gauss-Newton steps on the true chain for the configurations ``X`` (B, m) of
-    ``chain.moved`` toward ``T_targets`` (B, 4, 4, or one (4, 4)) in the root frame, moving
-    only the joints ``active`` (m, bool), until every row's error is below ``tolerance`` or
-    :data:`POLISH_STEPS`; in place. For solutions of a snapped geometry, which are off by about
-    the snapping.
+    ``chain.moved`` toward ``T_targets`` (B, 4, 4, or one (4, 4)) in the root frame, moving only
+    the six joints ``active`` (m, bool), in place; the pose errors (B, 6) at the end. Rows whose
+    largest error component is above ``tolerance`` (and below ``near``, by default
+    :data:`POLISH_NEAR`) step --
+    with ``settle``, while one does, so do those already within it, to rounding (near a
+    singular configuration a pose error of 1e-6 can be 1e-4 rad off the solution) -- at most
+    :data:`POLISH_STEPS`; a row stops at a step that does not lower its error (undone: at a
+    singular configuration a step can throw a branch far off). Rows with NaN are left alone.
+    For solutions of a snapped geometry, off by about the snapping, and for the least-squares
+    branches of a target just out of the snapped geometry's reach.
     """
-    for _ in range(POLISH_STEPS if len(X) else 0):
-        T, JT = chain.evaluate(X)
-        e = pose_error(T, T_targets)
-        if np.abs(e).max() <= tolerance:
-            return
-        gauss_newton_step(X, JT, e, active)
+    T_targets = np.asarray(T_targets)
+    e = pose_error(chain.poses(X), T_targets) if len(X) else np.empty((0, 6))
+    size = np.abs(e).max(axis=1)
+    near = size < (POLISH_NEAR if near is None else near)          # NaN rows are not
+    if not np.any(near & (size > tolerance)):
+        return e
+    rows = np.flatnonzero(near if settle else near & (size > tolerance))
+    JT = chain.evaluate(X[rows])[1]
+    for _ in range(POLISH_STEPS):
+        before, e_before = X[rows], e[rows]
+        X[rows] += _gauss_newton_step(JT, e_before, active)
+        T, JT = chain.evaluate(X[rows])
+        e[rows] = pose_error(T, T_targets if T_targets.ndim == 2 else T_targets[rows])
+        new = np.abs(e[rows]).max(axis=1)
+        worse = ~(new < size[rows])
+        X[rows[worse]], e[rows[worse]] = before[worse], e_before[worse]
+        size[rows[~worse]] = new[~worse]
+        going = ~worse if settle else ~worse & (new > tolerance)
+        rows, JT = rows[going], JT[going]
+        if not np.any(size[rows] > tolerance):
+            break
+    return e
 
 
-def gauss_newton_step(X, JT, e, active):
-    """One Gauss-Newton step of the rows ``X`` (B, m) with the transposed Jacobians ``JT``
-    (B, m, 6) and pose errors ``e`` (B, 6), moving the six joints ``active`` (m, bool); in
-    place.
+def _gauss_newton_step(JT, e, active):
+    """Gauss-Newton steps (B, m) of rows with transposed Jacobians ``JT`` (B, m, 6) and pose
+    errors ``e`` (B, 6), moving the six joints ``active`` (m, bool).
     """
     J = JT[:, active].transpose(0, 2, 1)                        # (B, 6, 6)
     try:
-        X[:, active] += np.linalg.solve(J, e[..., None])[..., 0]
+        step = np.linalg.solve(J, e[..., None])[..., 0]
     except np.linalg.LinAlgError:                               # a singular row: least squares
-        X[:, active] += (np.linalg.pinv(J) @ e[..., None])[..., 0]
+        step = (np.linalg.pinv(J) @ e[..., None])[..., 0]
+    out = np.zeros(JT.shape[:2])
+    out[:, active] = step
+    return out
 
 
 def in_limits(X, x_seed, lower, upper, turning=None):

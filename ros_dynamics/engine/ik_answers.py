@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held
 from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
-from .ik_search import PoseError, from_seed, pose_error
+from .ik_search import from_seed, pose_error
 from .ik_seeds import feature_distance2
 
 
@@ -65,14 +65,15 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     X = np.repeat(x_seed[None], Q.shape[1], axis=0)
     X[:, act] = Q[0]
     singular = family.any_singular(X[:, act])
-    if family.snapped:
-        ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
-    e = pose_error(chain.poses(X), T_target)
+    if family.approximate:
+        e = ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
+    else:
+        e = pose_error(chain.poses(X), T_target)
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     method = f'analytic {family.name}'
     ok = (p_err <= p_tol) & (o_err <= o_tol)
     if not ok.any():
-        if family.snapped or exact.any():
+        if family.approximate or exact.any():
             return None, singular
         # The nearest configuration, moved into the limits (by turns, else clipped).
         k = int(np.argmin(p_err + o_err))
@@ -197,56 +198,46 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
     before, after = values[:k], values[k:]
     candidates = [(before + q + after, True)
                   for q, _ in held.family.solve_one(turned[:3, :3], turned[:3, 3], True)]
-    if held.family.snapped:
-        candidates = _polished(chain, _near_limits(candidates, q_seed[chain.moved], chain),
-                               T_target, held.free, p_tol, o_tol)
+    if held.family.approximate:
+        candidates = _polished(chain, held.family, candidates, T_target, q_seed, held.free,
+                               p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        method)
 
 
-#: [rad or m] A snapped geometry's solution no turn brings this near its limits is not polished
-#: (polishing moves it by about the snapping, at most a few mrad).
+#: [rad or m] A candidate of a geometry that was not snapped (subproblem 6's roots: accurate to
+#: about 1e-10) no turn brings this near its limits is not polished.
 POLISH_REACH = 0.01
 
 
-def _near_limits(candidates, x_seed, chain):
-    """The exact ``candidates`` (``(q, exact)``) that whole turns bring within
-    :data:`POLISH_REACH` of ``chain``'s limits: the only ones worth polishing.
+def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol):
+    """The ``candidates`` (``(q, exact)``) of ``family`` (:attr:`Family.approximate`) that
+    reach ``T_target`` on the true chain once polished (:func:`~ros_dynamics.engine.ik_analytic.
+    polish`, moving the joints ``active`` (m, bool)), as ``(q, True, (position_error,
+    orientation_error))``. A snapped geometry's least-squares branches are polished too (the
+    target may be just out of the snapped geometry's reach only), and its solutions may be far
+    off the true ones near a folded elbow; a geometry that was not snapped polishes only its
+    exact branches, and only those that may fit the limits (:data:`POLISH_REACH`).
     """
-    x_seed = x_seed.tolist()
-    return [c for c in candidates if c[1] and _turned_into_limits(
-        c[0], x_seed, chain.float_limits, POLISH_REACH) is not None]
-
-
-def _polished(chain, candidates, T_target, active, p_tol, o_tol):
-    """The exact ones of ``candidates`` (``(q, exact)`` of a snapped geometry, off by about
-    the snapping) after Gauss-Newton steps on the true chain moving the joints ``active``
-    (m, bool), all at once, until every one is within the tolerances (one or two steps) or
-    :data:`~ros_dynamics.engine.ik_analytic.POLISH_STEPS`; those within them, as
-    ``(q, True, (position_error, orientation_error))``.
-    """
-    exact = [q for q, e in candidates if e]
-    if len(exact) == 1:          # one: its pose alone (half the batch's cost), often within
-        errors = _errors_one(chain.pose(np.array(exact[0])), T_target)
+    if family.snapped:
+        rows = [q for q, _ in candidates]
+    else:
+        x_seed = q_seed[chain.moved].tolist()
+        rows = [q for q, e in candidates if e and _turned_into_limits(
+            q, x_seed, chain.float_limits, POLISH_REACH) is not None]
+    if len(rows) == 1:           # one: its pose alone (half the batch's cost), often within
+        errors = _errors_one(chain.pose(np.array(rows[0])), T_target)
         if errors[0] <= p_tol and errors[1] <= o_tol:
-            return [(exact[0], True, errors)]
-    X = np.array(exact)
-    if not len(X):
+            return [(rows[0], True, errors)]
+    if not rows:
         return []
-    error = PoseError(T_target)
-    T, JT = chain.poses(X), None      # slightly snapped geometries need no step: no Jacobian
-    for step in range(ik_analytic.POLISH_STEPS + 1):
-        e = error(T)
-        p2, o2 = np.einsum('bi,bi->b', e[:, :3], e[:, :3]), np.einsum('bi,bi->b', e[:, 3:],
-                                                                      e[:, 3:])
-        within = (p2 <= p_tol * p_tol) & (o2 <= o_tol * o_tol)
-        if step == ik_analytic.POLISH_STEPS or within.all():
-            break
-        if JT is None:
-            JT = chain.evaluate(X)[1]
-        ik_analytic.gauss_newton_step(X, JT, e, active)
-        T, JT = chain.evaluate(X)
-    errors = zip(np.sqrt(p2[within]).tolist(), np.sqrt(o2[within]).tolist())
+    X = np.array(rows)
+    # Polished until each component is within half the tolerances (the norms then are): a
+    # slightly snapped geometry's (xArm7's, by 1e-6) need no step.
+    e = ik_analytic.polish(chain, X, T_target, active, 0.5 * min(p_tol, o_tol))
+    p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    within = (p_err <= p_tol) & (o_err <= o_tol)
+    errors = zip(p_err[within].tolist(), o_err[within].tolist())
     return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
@@ -257,9 +248,10 @@ def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_sol
     """
     X, exact = held.solve(T_target, values)
     X = X[exact]
-    if held.family.snapped:                      # the held joints stay at their values
-        ik_analytic.polish(chain, X, T_target, held.free, 0.1 * min(p_tol, o_tol))
-    e = pose_error(chain.poses(X), T_target) if len(X) else np.empty((0, 6))
+    if held.family.approximate:                  # the held joints stay at their values
+        e = ik_analytic.polish(chain, X, T_target, held.free, 0.1 * min(p_tol, o_tol))
+    else:
+        e = pose_error(chain.poses(X), T_target) if len(X) else np.empty((0, 6))
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     ok = (p_err <= p_tol) & (o_err <= o_tol)
     if not ok.any():
@@ -296,13 +288,13 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, active=
 def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                   max_solutions):
     """:func:`analytic_result` in Python floats with every joint active -- the common case,
-    a few times faster; a snapped geometry's solutions polished (:func:`_polished`) -- or None
+    a few times faster; an approximate family's solutions polished (:func:`_polished`) -- or None
     to take the general way (no exact solution inside the limits and tolerances, or the best
     one's error above a tolerance).
     """
-    if family.snapped:
-        candidates = _polished(chain, _near_limits(candidates, q_seed[chain.moved], chain),
-                               T_target, np.ones(6, dtype=bool), p_tol, o_tol)
+    if family.approximate:
+        candidates = _polished(chain, family, candidates, T_target, q_seed,
+                               np.ones(6, dtype=bool), p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        f'analytic {family.name}')
 

@@ -26,6 +26,7 @@ import numpy as np
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
 from .ik_answers import joint_bounds, seed_result
+from .ik_chain import LIMIT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -100,15 +101,21 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     if family is not None:
         result = _analytic(model, chain, family, T_root, q_seed, active, position_tolerance,
                            orientation_tolerance, step)
-        if result is not None:
+        if result is None:
+            return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
+                                 orientation_tolerance, step, active_joints, deadline)
+        if result.success or not family.approximate:
             return result
-        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
-                             orientation_tolerance, step, active_joints, deadline)
-    # More than six joints: the held ones stay at the seed's values all along when they can ...
-    result = _analytic(model, chain, held, T_root, q_seed, active, position_tolerance,
-                       orientation_tolerance, step)
-    if result.success:
-        return result
+        # An approximate family (a snapped geometry, subproblem 6's roots) can miss a pose by
+        # rounding -- a tangency at a limit, a knee straight at its stop: on from there as
+        # below.
+    else:
+        # More than six joints: the held ones stay at the seed's values all along when they
+        # can ...
+        result = _analytic(model, chain, held, T_root, q_seed, active, position_tolerance,
+                           orientation_tolerance, step)
+        if result.success:
+            return result
     # ... else, from the first pose they cannot reach, by the batched numerical iteration,
     # which moves them, and what that leaves pose by pose.
     result = _batched(model, chain, T_root, q_seed, result, active, position_tolerance,
@@ -135,10 +142,10 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         method = f'analytic {family.name}'
     X = np.empty((N, 8, len(x_seed)))
     ok = np.empty((N, 8), dtype=bool)
-    snapped = False
+    checked = False
     for start in range(0, N, CHUNK):
         part = slice(start, start + CHUNK)
-        X[part], ok[part], snapped = _solutions(chain, family, T[part], x_seed, active, p_tol,
+        X[part], ok[part], checked = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                                 o_tol, check=False)
     limits = joint_bounds(model, chain, x_seed, active)
     # With joints held, a seed that reaches the first pose is its solution (at a singular
@@ -149,7 +156,7 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
                                              limits, step)
     pe, oe = _errors(chain, path, T, solved)
-    if not snapped and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
+    if not checked and np.any((pe[:solved] > p_tol) | (oe[:solved] > o_tol)):
         # A branch flagged exact but off (rounding at a singularity): check every branch.
         for start in range(0, N, CHUNK):
             part = slice(start, start + CHUNK)
@@ -193,10 +200,19 @@ def _with_seed(X, ok, x_seed, at_seed):
     return X, ok
 
 
+#: [m or rad] A path polishes the branches whose pose is off by less than this (their largest
+#: error component): a snapping's or a rounded tangency's, not a least-squares branch's of a
+#: pose out of the arm's reach, which would take every step.
+POLISH_NEAR = 5e-3
+
+
 def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
     """The eight solutions (n, 8, m) of each pose of ``T`` (n, 4, 4), which to use (n, 8), and
-    whether the geometry was snapped. A snapped geometry's solutions are polished and checked
-    on the chain, and so are all when ``check``; else an exact branch counts as a solution.
+    whether they were all checked on the chain. A snapped geometry's solutions are polished and
+    checked; subproblem 6's exact ones count as solutions (their roots are accurate to about
+    1e-10) and its least-squares ones (a straight elbow: a tangency that rounding can tip over)
+    are polished and checked; all are checked when ``check``; else an exact branch counts as
+    a solution.
     """
     n = len(T)
     act = np.ones(len(x_seed), dtype=bool) if active is None else active.copy()
@@ -210,10 +226,23 @@ def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
         Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])                  # (n, 8, 6)
         X[:, act] = Q.reshape(n * 8, -1)
     T_rows = np.repeat(T, 8, axis=0)
-    if family.snapped:
-        ik_analytic.polish(chain, X, T_rows, act, 0.1 * min(p_tol, o_tol))
-    ok = _within(chain, X, T_rows, p_tol, o_tol) if family.snapped or check else exact
-    return X.reshape(n, 8, -1), ok.reshape(n, 8), family.snapped
+    exact = exact.ravel()
+    checked = check or family.snapped
+    rows = np.isfinite(X).all(axis=1)                    # NaN: no pose (subproblem 6)
+    if not checked:
+        rows &= ~exact if family.approximate else False
+    ok = exact & ~rows if not checked else np.zeros(len(X), dtype=bool)
+    if rows.any():
+        part = X[rows]
+        if family.approximate:
+            e = ik_analytic.polish(chain, part, T_rows[rows], act, 0.1 * min(p_tol, o_tol),
+                                   settle=False, near=POLISH_NEAR)
+            X[rows] = part
+            ok[rows] = (np.linalg.norm(e[:, :3], axis=1) <= p_tol) & \
+                (np.linalg.norm(e[:, 3:], axis=1) <= o_tol)
+        else:
+            ok[rows] = _within(chain, part, T_rows[rows], p_tol, o_tol)
+    return X.reshape(n, 8, -1), ok.reshape(n, 8), checked
 
 
 def _errors(chain, path, T, solved):
@@ -306,7 +335,9 @@ def _follow(X, ok, x_seed, limits, step):
         jumps = np.abs(steps).max(axis=1)
     largest = float(jumps.max()) if len(jumps) else 0.0
     path[1:solved] = path[0] + np.cumsum(steps, axis=0)
-    if np.all((path[:solved] >= lower) & (path[:solved] <= upper)):
+    # Inside, or a rounding past a limit (a pose at it, whose steps summed): clipped in.
+    if np.all((path[:solved] >= lower - LIMIT_SLACK) & (path[:solved] <= upper + LIMIT_SLACK)):
+        np.clip(path[:solved], lower, upper, out=path[:solved])
         return path, solved, message, largest
     return _follow_in_limits(X, ok, x_seed, limits, step)
 

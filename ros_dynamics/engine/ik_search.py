@@ -217,8 +217,9 @@ class Search:
         self.seed_x = X[0].copy()
         self.seed_row = True             # row 0 still iterates from the seed
         # Starting points for the other rows and their restarts: the table's nearest samples,
-        # the next _QUEUED fetched only once restarts need them.
-        self.table, self.position_only, self.refilled = table, position_only, False
+        # the next _QUEUED fetched only once restarts need them (if the table has more).
+        self.table, self.position_only = table, position_only
+        self.refilled = table is None or len(table) <= _BATCH - 1
         self.queue = self._from_table(0, _BATCH - 1)
         self.rng = None                  # random starting points: drawn in blocks when needed
         self.drawn = _DRAWS
