@@ -6,16 +6,16 @@ together; the path then starts on the solution nearest the seed and, pose after 
 solution nearest the previous one (each joint moved by whole turns toward it inside its limits).
 A chain of more than six joints with a family once the others are held
 (:mod:`~ros_dynamics.engine.ik_held`) tries that, with the held joints at the seed's values all
-along. Other chains, and those from the pose where that fails, iterate damped least squares on
-:data:`BLOCK` poses at once, each block starting from the last solution before it (where the
-joint velocity leads); from a pose that misses the tolerances, a limit or the step bound -- and
-an analytic path at the wrist singularity -- they solve pose after pose
+along. Other chains, and from the pose where that fails those and the approximate families (a
+snapped geometry, subproblem 6's roots: a tangency at a limit can round out), iterate damped
+least squares on :data:`BLOCK` poses at once, each block starting from the last solution before
+it (where the joint velocity leads); from a pose that misses the tolerances, a limit or the step
+bound -- and an analytic path at the wrist singularity -- they solve pose after pose
 (:meth:`IKSolver.solve`: restarts, the active set at limits), each seeded with the previous
-solution. Either way a path is a
-success only when every pose is reached within the tolerances and no joint moves more than
-``max_joint_step`` between consecutive poses: a larger jump means the arm would have to change
-branch (pass a singularity or a limit), and the path fails naming the first pose where that
-happens, with the poses before it solved.
+solution. Either way a path is a success only when every pose is reached within the
+tolerances and no joint moves more than ``max_joint_step`` between consecutive poses: a larger
+jump means the arm would have to change branch (pass a singularity or a limit), and the path
+fails naming the first pose where that happens, with the poses before it solved.
 """
 from dataclasses import dataclass
 import math
