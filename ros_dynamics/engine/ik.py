@@ -155,12 +155,14 @@ class IKSolver:
                                                  position_tolerance, orientation_tolerance,
                                                  max_solutions, deadline)
             if answer is not None and not singular:
-                if family is None or not family.snapped:
+                moved = chain.moved
+                if family is None or not family.snapped or not answer.success or np.abs(
+                        answer.q[moved] - q_seed[moved]).max() <= BRANCH_JUMP:
                     return answer
                 # A snapped geometry near a singularity can put its solutions tenths of a
                 # radian off the true ones, too far for polishing to reach the one next to
-                # the seed: a seed near the target (a robot tracking it) is iterated alone too,
-                # and its solution joins the subproblems'.
+                # the seed: a seed near the target (a robot tracking it) whose answer is far
+                # from it is iterated alone too, and its solution joins the subproblems'.
                 near = warm_result(model, chain, T_target, q_seed,
                                    chain.pose(q_seed[chain.moved]), active, position_tolerance,
                                    orientation_tolerance)
@@ -219,6 +221,10 @@ class IKSolver:
         """
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
+
+#: [rad or m] A snapped family's answer farther than this from a seed near its target (some
+#: joint) may have jumped branch: the seed is iterated too (:meth:`IKSolver.solve`).
+BRANCH_JUMP = 0.1
 
 #: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 380 MB and 4 s,
 #: 7 joints).

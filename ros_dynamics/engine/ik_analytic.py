@@ -401,37 +401,43 @@ def _spherical_wrist(g, R, p, shoulder):
 def polish(chain, X, T_targets, active, tolerance, settle=True, near=None):
     """Gauss-Newton steps on the true chain for the configurations ``X`` (B, m) of
     ``chain.moved`` toward ``T_targets`` (B, 4, 4, or one (4, 4)) in the root frame, moving only
-    the six joints ``active`` (m, bool), in place; the pose errors (B, 6) at the end. Rows whose
-    largest error component is above ``tolerance`` (and below ``near``, by default
-    :data:`POLISH_NEAR`) step --
-    with ``settle``, while one does, so do those already within it, to rounding (near a
-    singular configuration a pose error of 1e-6 can be 1e-4 rad off the solution) -- at most
-    :data:`POLISH_STEPS`; a row stops at a step that does not lower its error (undone: at a
-    singular configuration a step can throw a branch far off). Rows with NaN are left alone.
-    For solutions of a snapped geometry, off by about the snapping, and for the least-squares
-    branches of a target just out of the snapped geometry's reach.
+    the six joints ``active`` (m, bool); each row ends where its largest error component was
+    least, in place; returns the pose errors (B, 6) there. Rows with that component above
+    ``tolerance`` step, at most :data:`POLISH_STEPS` -- with ``settle``, so do those already
+    within it while any does, to rounding (near a singular configuration a pose error of 1e-6
+    can be 1e-4 rad off the solution), each stopping at its first step that does not improve it
+    (there a step can throw a branch far off). A row stops once it is off by more than ``near``
+    (default :data:`POLISH_NEAR`: a least-squares branch of a target out of reach, not one a
+    snapping moved), and is not polished if it starts so, or with NaN. A row off by the
+    snapping near a singularity may get worse before it converges (a first step from 1e-3 to
+    1.4e-3, then 1e-16 in four more, on a calibrated UR5).
     """
     T_targets = np.asarray(T_targets)
     e = pose_error(chain.poses(X), T_targets) if len(X) else np.empty((0, 6))
     size = np.abs(e).max(axis=1)
-    near = size < (POLISH_NEAR if near is None else near)          # NaN rows are not
-    if not np.any(near & (size > tolerance)):
+    limit = POLISH_NEAR if near is None else near
+    near_rows = size < limit                                       # NaN rows are not
+    if not np.any(near_rows & (size > tolerance)):
         return e
-    rows = np.flatnonzero(near if settle else near & (size > tolerance))
-    JT = chain.evaluate(X[rows])[1]
+    rows = np.flatnonzero(near_rows if settle else near_rows & (size > tolerance))
+    W, E, best = X[rows], e[rows], size[rows]      # the rows polished, at their best so far
+    best_W, best_E = W.copy(), E.copy()
+    alive = np.arange(len(rows))
+    JT = chain.evaluate(W)[1]
     for _ in range(POLISH_STEPS):
-        before, e_before = X[rows], e[rows]
-        X[rows] += _gauss_newton_step(JT, e_before, active)
-        T, JT = chain.evaluate(X[rows])
-        e[rows] = pose_error(T, T_targets if T_targets.ndim == 2 else T_targets[rows])
-        new = np.abs(e[rows]).max(axis=1)
-        worse = ~(new < size[rows])
-        X[rows[worse]], e[rows[worse]] = before[worse], e_before[worse]
-        size[rows[~worse]] = new[~worse]
-        going = ~worse if settle else ~worse & (new > tolerance)
-        rows, JT = rows[going], JT[going]
-        if not np.any(size[rows] > tolerance):
+        W[alive] += _gauss_newton_step(JT, E[alive], active)
+        T, JT = chain.evaluate(W[alive])
+        E[alive] = pose_error(T, T_targets if T_targets.ndim == 2 else T_targets[rows[alive]])
+        new = np.abs(E[alive]).max(axis=1)
+        better = new < best[alive]
+        settled = best[alive] <= tolerance
+        won = alive[better]
+        best_W[won], best_E[won], best[won] = W[won], E[won], new[better]
+        going = ~(settled & ~better) & (new < limit)
+        alive, JT = alive[going], JT[going]
+        if not np.any(best[alive] > tolerance):
             break
+    X[rows], e[rows] = best_W, best_E
     return e
 
 

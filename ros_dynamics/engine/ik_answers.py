@@ -210,6 +210,12 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
 POLISH_REACH = 0.01
 
 
+#: [m or rad] One answer polishes the candidates whose pose is off by less than this (their
+#: largest error component): a snapping of 2 mrad or 2 mm moves a pose by about that times the
+#: arm's reach; a least-squares branch of a target out of reach is off by centimetres.
+PAST_SNAPPING = 1e-2
+
+
 def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol):
     """The ``candidates`` (``(q, exact)``) of ``family`` (:attr:`Family.approximate`) that
     reach ``T_target`` on the true chain once polished (:func:`~ros_dynamics.engine.ik_analytic.
@@ -233,8 +239,10 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
         return []
     X = np.array(rows)
     # Polished until each component is within half the tolerances (the norms then are): a
-    # slightly snapped geometry's (xArm7's, by 1e-6) need no step.
-    e = ik_analytic.polish(chain, X, T_target, active, 0.5 * min(p_tol, o_tol))
+    # slightly snapped geometry's (xArm7's, by 1e-6) need no step. Only branches off by about
+    # a snapping (PAST_SNAPPING), not the least-squares ones of a target out of reach.
+    e = ik_analytic.polish(chain, X, T_target, active, 0.5 * min(p_tol, o_tol),
+                           near=PAST_SNAPPING)
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     within = (p_err <= p_tol) & (o_err <= o_tol)
     errors = zip(p_err[within].tolist(), o_err[within].tolist())

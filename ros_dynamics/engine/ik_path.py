@@ -107,8 +107,12 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
         if result.success or not family.approximate:
             return result
         # An approximate family (a snapped geometry, subproblem 6's roots) can miss a pose by
-        # rounding -- a tangency at a limit, a knee straight at its stop: on from there as
-        # below.
+        # rounding -- a tangency at a limit, a knee straight at its stop: on from there by the
+        # batched numerical iteration (not pose by pose: a path out of reach would search each
+        # pose to the budget, 50 ms where the analytic path took 3).
+        batched = _batched(model, chain, T_root, q_seed, result, active, position_tolerance,
+                           orientation_tolerance, step, deadline)
+        return batched if batched.solved > result.solved else result
     else:
         # More than six joints: the held ones stay at the seed's values all along when they
         # can ...
