@@ -163,9 +163,8 @@ class IKSolver:
                 # radian off the true ones, too far for polishing to reach the one next to
                 # the seed: a seed near the target (a robot tracking it) whose answer is far
                 # from it is iterated alone too, and its solution joins the subproblems'.
-                near = warm_result(model, chain, T_target, q_seed,
-                                   chain.pose(q_seed[chain.moved]), active, position_tolerance,
-                                   orientation_tolerance)
+                near = warm_result(model, chain, T_target, q_seed, chain.pose(q_seed[moved]),
+                                   active, position_tolerance, orientation_tolerance)
                 if near is None:
                     return answer
                 return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions)

@@ -231,11 +231,12 @@ def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
         X[:, act] = Q.reshape(n * 8, -1)
     T_rows = np.repeat(T, 8, axis=0)
     exact = exact.ravel()
+    finite = np.isfinite(X).all(axis=1)                  # NaN: no pose (subproblem 6)
     checked = check or family.snapped
-    rows = np.isfinite(X).all(axis=1)                    # NaN: no pose (subproblem 6)
-    if not checked:
-        rows &= ~exact if family.approximate else False
-    ok = exact & ~rows if not checked else np.zeros(len(X), dtype=bool)
+    if checked:                                          # every branch, on the chain
+        rows, ok = finite, np.zeros(len(X), dtype=bool)
+    else:                # exact branches count; subproblem 6's least-squares ones are checked
+        rows, ok = finite & ~exact & family.approximate, exact.copy()
     if rows.any():
         part = X[rows]
         if family.approximate:

@@ -149,7 +149,8 @@ class PoseError:
         position, then ``length`` times the rotation matrix's entries, row-major (the seed
         table's pose features).
         """
-        M = self.M[_FEATURE_ROWS] * np.array([1.0] * 3 + [1.0 / length] * 9 + [1.0])[:, None]
+        M = self.M[_FEATURE_ROWS]
+        M[3:12] /= length
         return (F @ M[:12] + M[12])[:, :6]
 
 
