@@ -239,6 +239,36 @@ def test_every_solution_reaches_the_target_inside_the_limits(arm):
         assert gaps.min() > 1e-3
 
 
+@pytest.mark.parametrize('relative, tip', [ANALYTIC[5][:2], ANALYTIC[6][:2]],
+                         ids=['so100', 'alexander leg (reversed)'])
+def test_an_offset_wrist_leaves_out_early_only_branches_outside_the_limits(relative, tip):
+    """With the joint limits, the scalar solve drops branches as soon as an angle cannot fit
+    (before the rest is computed): it keeps every branch the full solve has inside the limits
+    (by whole turns), drops some, and adds none -- read forwards (SO-100) or backwards (the
+    leg, whose joints the solve numbers from the foot, angles negated).
+    """
+    solver = IKSolver(load(erd(relative)))
+    chain, family = solver.chain(tip), solver.family(tip)
+    limits = chain.float_limits
+    rng = np.random.default_rng(21)
+
+    def inside(q):                      # every angle, by some whole turn
+        return all(any(lower <= x + 2 * math.pi * k <= upper for k in range(-2, 3))
+                   for x, (lower, upper, _) in zip(q, limits))
+
+    dropped = 0
+    for _ in range(200):
+        x = rng.uniform(chain.lower, chain.upper)
+        T = chain.pose(x)
+        full = family.solve_one(T[:3, :3], T[:3, 3])
+        pruned = family.solve_one(T[:3, :3], T[:3, 3], limits=limits)
+        assert set(pruned) <= set(full)
+        assert {c for c in full if inside(c[0])} <= set(pruned)
+        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q, x)) for q, _ in pruned)
+        dropped += len(full) - len(pruned)
+    assert dropped > 200
+
+
 @pytest.mark.parametrize('relative, tip, q5', [(UR5, 'tool0', 0.0),
                                                (KINOVA, 'j2s6s200_end_effector', math.pi),
                                                (ANALYTIC[3][0], 'tool0', 0.0)],

@@ -158,20 +158,34 @@ class Family:
         return {'h': h, 'p01': tuple(o[0].tolist()), 'p': diffs,
                 'p6T': tuple((g.p0 - o[5]).tolist()), 'R0T': g.R0.T.copy(),
                 'w2': tuple(_perpendicular(g.h[1]).tolist()),
-                'w6': tuple(_perpendicular(g.h[5]).tolist())}
+                'w6': tuple(_perpendicular(g.h[5]).tolist()),
+                # Rodrigues' terms of rot(h1, .) h2 and rot(h5, .) h2 (three_parallel_offset)
+                'h1h2': (tuple(cross(g.h[0], g.h[1]).tolist()), float(g.h[0] @ g.h[1])),
+                'h5h2': (tuple(cross(g.h[4], g.h[1]).tolist()), float(g.h[4] @ g.h[1]))}
 
-    def solve_one(self, R, p, exact_only=False):
+    def solve_one(self, R, p, exact_only=False, limits=None):
         """:meth:`solve` for one pose, in Python floats (a few times faster for one pose):
         eight ``(q, exact)``, ``q`` a 6-tuple -- with ``exact_only``, only the exact ones (the
         branches whose arm is out of reach are not carried through the wrist). For
         ``three_parallel_offset``, the pairs of angles 1 and 5 that no pose gives (roots of
-        subproblem 6 off the unit circle) are always left out: up to eight.
+        subproblem 6 off the unit circle) are always left out: up to eight; and with
+        ``limits``, ``(lower, upper, turning)`` of each joint root first (as
+        :attr:`~ros_dynamics.engine.ik_chain.Chain.float_limits`, widened by any slack), so
+        are the branches whose angle 1, 5, 6 or 3 fits no whole turn inside them, as soon as
+        that angle is known -- unless joint 5 is at the wrist singularity (:meth:`any_singular`),
+        where the other angles of the continuum may fit.
         """
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p
+            if limits is not None:               # joint i is joint 7 - i, its angle negated
+                limits = [(-upper, -lower, turning) for lower, upper, turning in limits[::-1]]
         v = self._vectors
         R06 = R.dot(v['R0T']).tolist()
-        out = _SOLVERS_ONE[self.name](v, R06, tuple(p.tolist()), self.shoulder, exact_only)
+        if self.name == 'three_parallel_offset':
+            out = _three_parallel_offset_one(v, R06, tuple(p.tolist()), exact_only, limits,
+                                             self._singular_q5)
+        else:
+            out = _SOLVERS_ONE[self.name](v, R06, tuple(p.tolist()), self.shoulder, exact_only)
         if self.geometry.reversed:
             out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
         return out
@@ -208,11 +222,7 @@ class Family:
         if q5 is None:
             return False
         k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)   # read backwards: -q2
-        for q in qs:
-            d = (sign * float(q[k]) - q5) % math.pi
-            if d < SINGULAR_ANGLE or d > math.pi - SINGULAR_ANGLE:
-                return True
-        return False
+        return any(_at_singularity(sign * float(q[k]), q5) for q in qs)
 
     def solve(self, R, p):
         """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),
@@ -480,12 +490,22 @@ def in_limits(X, x_seed, lower, upper, turning=None):
 
 def _apply(M, v):
     """``M v`` for a 3x3 nested list and a 3-tuple."""
-    return tuple(r[0] * v[0] + r[1] * v[1] + r[2] * v[2] for r in M)
+    (a, b, c), (d, e, f), (g, h, i) = M
+    x, y, z = v
+    return (a * x + b * y + c * z, d * x + e * y + f * z, g * x + h * y + i * z)
 
 
 def _apply_t(M, v):
     """``M^T v`` for a 3x3 nested list and a 3-tuple."""
-    return tuple(M[0][i] * v[0] + M[1][i] * v[1] + M[2][i] * v[2] for i in range(3))
+    (a, b, c), (d, e, f), (g, h, i) = M
+    x, y, z = v
+    return (a * x + d * y + g * z, b * x + e * y + h * z, c * x + f * y + i * z)
+
+
+def _combination(x, a, y, b, z, c):
+    """``x a + y b + z c`` for floats ``x``, ``y``, ``z`` and 3-tuples."""
+    return (x * a[0] + y * b[0] + z * c[0], x * a[1] + y * b[1] + z * c[1],
+            x * a[2] + y * b[2] + z * c[2])
 
 
 def _sub(a, b):
@@ -586,8 +606,10 @@ _SOLVERS = {'three_parallel': _three_parallel, 'three_parallel_offset': _three_p
             'spherical_wrist': _spherical_wrist}
 
 
-def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only):
-    """:func:`_three_parallel_offset` for one pose (see :meth:`Family.solve_one`)."""
+def _three_parallel_offset_one(v, R06, p, exact_only, limits, singular_q5):
+    """:func:`_three_parallel_offset` for one pose (see :meth:`Family.solve_one`; ``limits``
+    None or in the order solved, ``singular_q5``: :attr:`Family._singular_q5`).
+    """
     h1, h2, h3, _, h5, h6 = v['h']
     p12, p23, p34, p45, p56 = v['p']
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
@@ -595,27 +617,58 @@ def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only):
     m2 = _neg(h2)
     pairs = sp6_one((h2, m2, h2, m2), (_neg(h1), h5), (x, p56, _apply(R06, h6), h6), (d, 0.0))
     w = v['w2']
+    # R16^T h2 = R06^T R01 h2 = c1 a + s1 b + (1 - c1) c (Rodrigues), R45^T h2 likewise.
+    (h1xh2, h1h2), (h5xh2, h5h2) = v['h1h2'], v['h5h2']
+    a, b, c = _apply_t(R06, h2), _apply_t(R06, h1xh2), _apply_t(R06, h1)
     out = []
     for q1, q5, e15 in pairs:
         if not e15:                  # a root off the circle: no pose, and no singular one
             continue
+        prune = limits is not None and not _at_singularity(q5, singular_q5)
+        if prune and not (_may_fit(q1, limits[0]) and _may_fit(q5, limits[4])):
+            continue
         c1, s1, c5, s5 = math.cos(q1), math.sin(q1), math.cos(q5), math.sin(q5)
-        # R16^T h2 = R06^T R01 h2 turned onto R45^T h2 by joint 6; R14 = R16 R6^T R45^T.
-        q6 = sp1_one(_apply_t(R06, rotate_cs(h1, c1, s1, h2)), rotate_cs(h5, c5, -s5, h2), h6)
-        c6, s6 = math.cos(q6), -math.sin(q6)
-        r14w, r14arm = (rotate_cs(h1, c1, -s1, _apply(R06, rotate_cs(h6, c6, s6, rotate_cs(
-            h5, c5, -s5, u)))) for u in (w, _add(p45, rotate_cs(h5, c5, s5, p56))))
-        q14 = sp1_one(w, r14w, h2)
-        x1 = _sub(_sub(rotate_cs(h1, c1, -s1, x), p12), r14arm)
+        # R16^T h2 turned onto R45^T h2 by joint 6; R14 = R16 R6^T R45^T.
+        k1, k5 = (1.0 - c1) * h1h2, (1.0 - c5) * h5h2
+        q6 = sp1_one(_combination(c1, a, s1, b, k1, c), _combination(c5, h2, -s5, h5xh2, k5, h5),
+                     h6)
+        if prune and not _may_fit(q6, limits[5]):
+            continue
+        r14w = rotate_cs(h1, c1, -s1, _apply(R06, rotate_cs(h6, math.cos(q6), -math.sin(q6),
+                                                           rotate_cs(h5, c5, -s5, w))))
+        q14 = sp1_one(w, r14w, h2)                                   # R14 = rot(h2, q14)
+        x1 = _sub(_sub(rotate_cs(h1, c1, -s1, x), p12),
+                  rotate3(h2, q14, _add(p45, rotate_cs(h5, c5, s5, p56))))
         q3s, e3 = sp3_one(p34, _neg(p23), h3, math.sqrt(dot3(x1, x1)))
         if exact_only and not e3:
             continue
         for q3 in q3s:
+            if prune and not _may_fit(q3, limits[2]):
+                continue
             q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
             out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e15 and e3))
     return out
 
 
-_SOLVERS_ONE = {'three_parallel': _three_parallel_one,
-                'three_parallel_offset': _three_parallel_offset_one,
-                'spherical_wrist': _spherical_wrist_one}
+_SOLVERS_ONE = {'three_parallel': _three_parallel_one, 'spherical_wrist': _spherical_wrist_one}
+
+
+def _may_fit(x, limit):
+    """Whether angle ``x`` fits ``limit``, a ``(lower, upper, turning)`` triple: some whole
+    turn of it lies inside when ``turning``, else ``x`` itself.
+    """
+    lower, upper, turning = limit
+    if turning and lower > -math.inf:
+        x = lower + (x - lower) % _TURN              # the lowest turn of x above lower
+    return lower <= x <= upper
+
+
+def _at_singularity(q5, singular_q5):
+    """Whether angle 5 ``q5`` is at the wrist singularity (:meth:`Family.any_singular`)."""
+    if singular_q5 is None:
+        return False
+    d = (q5 - singular_q5) % math.pi
+    return d < SINGULAR_ANGLE or d > math.pi - SINGULAR_ANGLE
+
+
+_TURN = 2.0 * math.pi

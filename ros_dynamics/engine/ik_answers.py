@@ -54,7 +54,11 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     """
     x_seed = q_seed[chain.moved]
     if active is None:
-        candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3])
+        # A geometry that was not snapped leaves out early the branches that no polishing
+        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off.
+        limits = None if family.snapped else [(lower - POLISH_REACH, upper + POLISH_REACH, turning)
+                                              for lower, upper, turning in chain.float_limits]
+        candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
@@ -231,12 +235,12 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
         x_seed = q_seed[chain.moved].tolist()
         rows = [q for q, e in candidates if e and _turned_into_limits(
             q, x_seed, chain.float_limits, POLISH_REACH) is not None]
-    if len(rows) == 1:           # one: its pose alone (half the batch's cost), often within
-        errors = _errors_one(chain.pose(np.array(rows[0])), T_target)
-        if errors[0] <= p_tol and errors[1] <= o_tol:
-            return [(rows[0], True, errors)]
     if not rows:
         return []
+    if len(rows) <= _ONE_BY_ONE:    # each pose alone (a third of a batch's cost), often within
+        checked = [(x, True, _errors_one(chain.pose(np.array(x)), T_target)) for x in rows]
+        if all(e[0] <= p_tol and e[1] <= o_tol for _, _, e in checked):
+            return checked
     X = np.array(rows)
     # Polished until each component is within half the tolerances (the norms then are): a
     # slightly snapped geometry's (xArm7's, by 1e-6) need no step. Only branches off by about
@@ -247,6 +251,11 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     within = (p_err <= p_tol) & (o_err <= o_tol)
     errors = zip(p_err[within].tolist(), o_err[within].tolist())
     return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
+
+
+#: Up to this many candidates are checked pose by pose before any is polished (beyond, one
+#: batch costs less).
+_ONE_BY_ONE = 3
 
 
 def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,

@@ -21,6 +21,7 @@ import cmath
 import math
 
 import numpy as np
+from scipy.linalg.lapack import zgeev as _zgeev
 
 from .rotations import cross, skew
 
@@ -279,11 +280,14 @@ def sp6_one(H, K, P, d):
     q1 = complex(-gg0, gg1)
     q0 = 0.5 * (s00 + s11) + a0 * a0 + a1 * a1 - 1.0
     if abs(q2) > _ISOTROPIC * max(abs(q2), abs(q1), abs(q0)):
-        companion = np.zeros((4, 4), dtype=complex)
-        companion[0] = [-q1 / q2, -q0 / q2, -q1.conjugate() / q2, -q2.conjugate() / q2]
-        companion[[1, 2, 3], [0, 1, 2]] = 1.0
-        angles = [(cmath.phase(z), abs(abs(z) - 1.0) <= _ON_CIRCLE)
-                  for z in np.linalg.eigvals(companion).tolist()]
+        companion = np.array([[-q1 / q2, -q0 / q2, -q1.conjugate() / q2, -q2.conjugate() / q2],
+                              *_SHIFT], dtype=complex)
+        # LAPACK's eigenvalues directly: NumPy's eigvals wraps the same routine in checks
+        # that cost as much as it does, for a 4x4 of finite values.
+        roots, _, _, info = _zgeev(companion, compute_vl=0, compute_vr=0)
+        if info:
+            roots = np.linalg.eigvals(companion)
+        angles = [(cmath.phase(z), abs(abs(z) - 1.0) <= _ON_CIRCLE) for z in roots.tolist()]
     else:                                      # S isotropic: two angles (as sp4)
         rho, phi = math.hypot(gg0, gg1), math.atan2(gg1, gg0)
         ratio = 0.5 * (s00 + a0 * a0 + a1 * a1 - 1.0) / rho if rho > 0.0 else 2.0
@@ -297,6 +301,10 @@ def sp6_one(H, K, P, d):
         t = _wrap_one(t)
         out.append((other, t, exact) if swap else (t, other, exact))
     return out
+
+
+#: The rows of a 4x4 companion matrix below its first.
+_SHIFT = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0))
 
 
 def _wrap_one(theta):
