@@ -527,6 +527,9 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only):
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
     d1 = dot3(h2, _add(_add(p12, p23), _add(p34, p45)))
     R06h6, w = _apply(R06, h6), v['w2']
+    # R16^T h2 = R06^T R01 h2 and R45^T h2 by Rodrigues' formula (as the offset wrist's).
+    (h1xh2, h1h2), (h5xh2, h5h2) = v['h1h2'], v['h5h2']
+    A, B, C = _apply_t(R06, h2), _apply_t(R06, h1xh2), _apply_t(R06, h1)
     out = []
     q1s, e1 = sp4_one(x, h2, h1, d1)
     if exact_only and not e1:
@@ -534,14 +537,14 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only):
     for q1 in q1s:
         c1, s1 = math.cos(q1), math.sin(q1)
         a = rotate_cs(h1, c1, -s1, R06h6)                            # R16 h6
-        b = _apply_t(R06, rotate_cs(h1, c1, s1, h2))                 # R16^T h2
+        b = _combination(c1, A, s1, B, (1.0 - c1) * h1h2, C)         # R16^T h2
         x1base = _sub(rotate_cs(h1, c1, -s1, x), p12)
         q5s, e5 = sp4_one(h2, h6, h5, dot3(h2, a))
         if exact_only and not e5:
             continue
         for q5 in q5s:
             c5, s5 = math.cos(q5), -math.sin(q5)                     # of -q5
-            q6 = sp1_one(b, rotate_cs(h5, c5, s5, h2), h6)
+            q6 = sp1_one(b, _combination(c5, h2, s5, h5xh2, (1.0 - c5) * h5h2, h5), h6)
             # R14 = rot(h2, q14) takes R45 h6 to R16 h6 = a: one rotation -- unless R45 h6
             # nears h2 (the wrist singularity, q6 and q14 coupled), where R14 w (w at right
             # angles to h2) after this q6 keeps the pair consistent.
@@ -585,12 +588,20 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
             pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
             arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
     R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
+    # R03^T = rot(h3, -q3) rot(h2, -q2) rot(h1, -q1): one turn about h2 for parallel axes 2
+    # and 3 (h3 = +-h2), and one turn about h1 for the arms sharing q1.
+    along = math.copysign(1.0, dot3(h2, h3)) if shoulder == 'parallel' else None
     out = []
+    back1 = {}
     for q1, q2, q3, e in arms:
         if exact_only and not e:
             continue
-        R36h6, R36w = R06h6, R06w
-        for k, t in ((h1, q1), (h2, q2), (h3, q3)):                # turned back by -t
+        if q1 not in back1:
+            c, s = math.cos(q1), -math.sin(q1)
+            back1[q1] = rotate_cs(h1, c, s, R06h6), rotate_cs(h1, c, s, R06w)
+        R36h6, R36w = back1[q1]
+        turns = ((h2, q2 + along * q3),) if along is not None else ((h2, q2), (h3, q3))
+        for k, t in turns:                                         # turned back by -t
             c, s = math.cos(t), -math.sin(t)
             R36h6, R36w = rotate_cs(k, c, s, R36h6), rotate_cs(k, c, s, R36w)
         pairs, e45 = sp2_one(R36h6, h6, _neg(h4), h5)

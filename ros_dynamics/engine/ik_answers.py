@@ -340,9 +340,12 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     ranked.sort(key=lambda r: r[0])
     found, distances, checked = [], [], []
     for d, x, errors in ranked:
-        # A same solution is as far from the seed (within _DISTINCT): compare only those.
-        if all(math.dist(x, y) >= _DISTINCT for y, dy in zip(found, distances)
-               if d - dy < _DISTINCT):
+        # A same solution is as far from the seed (within _DISTINCT): compare only those, the
+        # last ones kept.
+        k = len(found) - 1
+        while k >= 0 and d - distances[k] < _DISTINCT and math.dist(x, found[k]) >= _DISTINCT:
+            k -= 1
+        if k < 0 or d - distances[k] >= _DISTINCT:
             found.append(x)
             distances.append(d)
             checked.append(errors)
@@ -417,7 +420,7 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
     """
     out = []
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
-        if lower <= x <= upper and (not turning or -math.pi < x - seed <= math.pi):
+        if lower <= x <= upper and (not turning or -_HALF_TURN < x - seed <= _HALF_TURN):
             out.append(x)                                            # the common case
             continue
         if not turning:
@@ -434,5 +437,6 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
+_HALF_TURN = math.pi
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3
