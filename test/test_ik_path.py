@@ -1,12 +1,14 @@
 """Whole Cartesian paths (IKSolver.solve_path): every pose checked with Pinocchio's forward
 kinematics, one branch kept, failures naming the first pose at fault.
 """
+import time
+
 import numpy as np
 from pinocchio_reference import Arm
 import pytest
 from robots import BAXTER, PANDA, UR5, erd
 
-from ros_dynamics.engine import InvalidInputError, ShapeError
+from ros_dynamics.engine import InvalidInputError, ShapeError, ik_path
 from ros_dynamics.engine.ik_requests import MAX_PATH_POSES
 
 
@@ -222,6 +224,7 @@ def test_an_arm_of_no_family_follows_lines_in_batches():
 
 
 ALEXANDER = 'alexander_description/urdf/alexander_v1.lowerBodyOnly.urdf'
+SO100 = 'so_arm_description/urdf/so100.urdf'
 
 
 def test_a_leg_with_its_knee_straight_at_its_stop_follows_its_paths():
@@ -254,6 +257,45 @@ def test_a_leg_with_its_knee_straight_at_its_stop_follows_its_paths():
         assert result.success, result.message
         check_path(arm, result.q, T, 1e-5)
         assert result.max_joint_step < 0.1
+
+
+def test_an_arm_through_its_zero_configuration_with_two_joints_at_their_stops():
+    """SO-100 (subproblem 6) moved through its zero configuration, where its shoulder lift has
+    its lower limit and its elbow its upper one (0 both): each half of the sweep has one joint
+    at its stop. There subproblem 6's roots put that joint 2e-9 rad past its limit; before,
+    the path took that as outside the limits, went on numerically and failed at the zero
+    configuration with an empty message (3 sweeps of 60 here).
+    """
+    arm = Arm(erd(SO100), 'jaw')
+    model = arm.model
+    assert model.lower_limits[1] == 0.0 and model.upper_limits[2] == 0.0
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        direction = rng.normal(scale=0.5, size=model.nq)
+        Q = np.clip(np.linspace(-1.0, 1.0, 40)[:, None] * direction, model.lower_limits,
+                    model.upper_limits)
+        T = np.array([arm.pose(q) for q in Q])
+        result = arm.solver.solve_path('jaw', T, Q[0])
+        assert result.success, result.message
+        assert result.method == 'analytic three_parallel_offset'
+        check_path(arm, result.q, T, 1e-5)
+        # The path is the sweep (no other branch through the same poses).
+        np.testing.assert_allclose(result.q, Q, atol=1e-6)
+
+
+def test_a_batched_path_that_stops_says_at_which_pose_and_why(ur5):
+    """The batched numerical iteration (a numerical chain's path, an approximate family's
+    path from the pose it missed) names the pose it stops at: a path whose poses after the
+    fifth are out of reach.
+    """
+    chain = ur5.solver.chain('tool0')
+    q0 = np.array([0.3, -1.2, 1.5, -1.9, -1.5, 0.4])
+    T = line(ur5.pose(q0), np.array([1.0, 0.0, 0.0]), 2.0, 20)     # 0.1 m steps, 2 m out
+    T[:5] = line(ur5.pose(q0), np.array([1.0, 0.0, 0.0]), 0.004, 5)
+    result = ik_path._batched(ur5.model, chain, T, q0, None, None, 1e-5, 1e-5, 0.5,
+                              time.monotonic() + 1.0)
+    assert not result.success and result.solved == 5
+    assert result.message.startswith('pose 5: not reached in 8 iterations'), result.message
 
 
 def test_a_batched_line_into_a_joint_limit_stops_at_the_pose_the_limit_bites():

@@ -465,25 +465,27 @@ def _gauss_newton_step(JT, e, active):
     return out
 
 
-def in_limits(X, x_seed, lower, upper, turning=None):
+def in_limits(X, x_seed, lower, upper, turning=None, slack=LIMIT_SLACK):
     """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
     (m,) inside ``[lower, upper]`` (m,) -- only where ``turning`` (m, bool; default: all) says
     the joint is an angle, a slide must be inside as it is -- and which rows (B,) could all be
-    brought inside. Values within :data:`~ros_dynamics.engine.ik_chain.LIMIT_SLACK` of a limit
-    count as inside and are clipped in (a turn added to an angle at its limit must not take it
-    out by rounding).
+    brought inside. Values within :data:`~ros_dynamics.engine.ik_chain.LIMIT_SLACK` of a
+    limit count as inside and are clipped in (a turn added to an angle at its limit must not
+    take it out by rounding); so do those within a wider ``slack`` that no turn brings inside
+    (an angle a hair under a turn past its upper limit is turned in, not clipped).
     """
     turn = 2.0 * np.pi
     k0 = np.round((x_seed - X) / turn)
     if turning is not None:
         k0 = np.where(turning, k0, 0.0)
     best = np.full_like(X, np.nan)
-    for dk in (0.0, -1.0, 1.0):
-        v = X + (k0 + dk) * turn
-        fits = (v >= lower - LIMIT_SLACK) & (v <= upper + LIMIT_SLACK) & np.isnan(best)
-        if dk and turning is not None:
-            fits &= turning
-        best[fits] = v[fits]
+    for past in sorted({LIMIT_SLACK, slack}):
+        for dk in (0.0, -1.0, 1.0):
+            v = X + (k0 + dk) * turn
+            fits = (v >= lower - past) & (v <= upper + past) & np.isnan(best)
+            if dk and turning is not None:
+                fits &= turning
+            best[fits] = v[fits]
     np.clip(best, lower, upper, out=best)
     return best, ~np.isnan(best).any(axis=1)
 

@@ -18,9 +18,10 @@ _TWO_PI = 2.0 * np.pi
 #: A solution this far [rad or m] outside a joint limit is inside after rounding (a whole turn
 #: added to an angle at the limit) and is clipped in.
 LIMIT_SLACK = 1e-9
-#: A closed-form solution this far [rad] past a limit, where none is inside, is clipped in when
-#: the chain confirms it within the tolerances: a subproblem at a tangency turns rounding into
-#: 1e-8 (an arccos near 1; human.urdf's leg with four joints at their limits came out 5e-9 past).
+#: A closed-form solution this far [rad] past a limit is clipped in when the chain confirms it
+#: within the tolerances (one solve: where none is inside; a path: always): a subproblem at a
+#: tangency turns rounding into 1e-8 (an arccos near 1; human.urdf's leg with four joints at
+#: their limits came out 5e-9 past; SO-100's elbow straight at its stop, 2e-9).
 TANGENT_SLACK = 1e-7
 # Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
 # and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.

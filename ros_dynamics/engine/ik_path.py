@@ -26,7 +26,7 @@ import numpy as np
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
 from .ik_answers import joint_bounds, seed_result
-from .ik_chain import LIMIT_SLACK
+from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
     active_mask,
@@ -171,6 +171,16 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         pe, oe = _errors(chain, path, T, solved)
     if not held and _through_singularity(family, path[:solved], X[solved:solved + 1], active):
         return None
+    # A solution a hair past a limit (a tangency there: subproblem 6's root, an arccos near 1)
+    # was clipped in; where that puts the tip off the target, the path stops.
+    off = np.flatnonzero((pe[:solved] > p_tol) | (oe[:solved] > o_tol))
+    if len(off):
+        solved = int(off[0])
+        message = (f'pose {solved}: its solution clipped into the joint limits misses the '
+                   f'tolerances (position error {pe[solved]:.3g} m, orientation error '
+                   f'{oe[solved]:.3g} rad)')
+        pe[solved:], oe[solved:] = np.nan, np.nan
+        largest = float(np.abs(np.diff(path[:solved], axis=0)).max()) if solved > 1 else 0.0
     if solved < N:
         path[solved:] = path[solved - 1] if solved else x_seed
     q = np.repeat(q_seed[None], N, axis=0)
@@ -288,7 +298,7 @@ def _follow(X, ok, x_seed, limits, step):
     N = len(X)
     path = np.empty((N, X.shape[2]))
     lower, upper, turning = limits
-    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper, turning)
+    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper, turning, TANGENT_SLACK)
     usable = ok[0] & inside
     if not usable.any():
         return path, 0, _why(0, ok[0]), 0.0
@@ -363,7 +373,7 @@ def _follow_in_limits(X, ok, x_seed, limits, step):
     path = np.empty((N, X.shape[2]))
     prev, largest = x_seed, 0.0
     for n in range(N):
-        shifted, inside = ik_analytic.in_limits(X[n], prev, *limits)
+        shifted, inside = ik_analytic.in_limits(X[n], prev, *limits, TANGENT_SLACK)
         usable = ok[n] & inside
         if not usable.any():
             return path, n, _why(n, ok[n]), largest
@@ -422,6 +432,7 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
     clip = (chain.clip_lower, chain.clip_upper) if active is None else (lower, upper)
     redundant = (len(moved) if active is None else int(np.count_nonzero(active))) > 6
     stopped = False
+    why = ''
     while solved < N and not stopped and time.monotonic() < deadline:
         block = slice(solved, min(solved + BLOCK, N))
         # Each pose starts where the last solved poses' joint velocity leads (a straight
@@ -435,6 +446,8 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
             moves[0] = 0.0                     # the first pose may be anywhere from the seed
         good = done & inside & (moves <= step)
         n = len(X) if good.all() else int(np.argmin(good))
+        if n < len(X):
+            why = _block_failure(n, solved + n, done, inside, moves, step, p_err, o_err)
         if n:
             rows = slice(solved, solved + n)
             q[rows, moved] = X[:n]
@@ -447,8 +460,22 @@ def _batched(model, chain, T, q_seed, start, active, p_tol, o_tol, step, deadlin
     if solved < N:
         q[solved:] = q[solved - 1] if solved else q_seed
     method = ' then '.join(methods)
-    message = f'{method}: {N} poses, largest joint step {largest:.3g}' if solved == N else ''
+    if solved == N:
+        message = f'{method}: {N} poses, largest joint step {largest:.3g}'
+    else:
+        message = why if stopped else f'pose {solved}: the time budget ran out'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+def _block_failure(k, pose, done, inside, moves, step, p_err, o_err):
+    """Why row ``k`` of a block (``pose`` of the path) stopped :func:`_batched`."""
+    if not done[k]:
+        return (f'pose {pose}: not reached in {BLOCK_ITERATIONS} iterations (position error '
+                f'{p_err[k]:.3g} m, orientation error {o_err[k]:.3g} rad)')
+    if not inside[k]:
+        return f'pose {pose}: its solution is outside the joint limits'
+    return (f'pose {pose}: the branch must change (the solution moves a joint {moves[k]:.3g}, '
+            f'more than max_joint_step {step:g})')
 
 
 def _block(chain, T, x_start, velocity, clip, active, redundant, p_tol, o_tol, deadline):
