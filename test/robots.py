@@ -1,8 +1,12 @@
 """Robot descriptions the tests use: the bundled demo arm and example-robot-data's URDFs."""
 import glob
+import math
 import os
 import sysconfig
 import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
 
 from ros_dynamics.engine import RobotModel
 
@@ -103,3 +107,28 @@ TREE_URDF = '''<robot name="tree">
     <mimic joint="r" multiplier="2"/>
   </joint>
 </robot>'''
+
+
+def calibrated(relative, directory, angle, distance, seed):
+    """A copy (in ``directory``) of an example-robot-data description with every revolute
+    joint's axis tilted by ``angle`` [rad] and its origin moved by about ``distance`` [m], in
+    random directions (generator ``seed``): a calibrated robot. Its path.
+    """
+    rng = np.random.default_rng(seed)
+    tree = ET.parse(erd(relative))
+    for joint in tree.getroot().iter('joint'):
+        if joint.get('type') not in ('revolute', 'continuous'):
+            continue
+        axis = joint.find('axis')
+        a = np.array([float(v) for v in axis.get('xyz').split()])
+        a /= np.linalg.norm(a)
+        u = rng.normal(size=3)
+        t = np.cross(a, u / np.linalg.norm(u))
+        a = math.cos(angle) * a + math.sin(angle) * t / np.linalg.norm(t)
+        axis.set('xyz', ' '.join(f'{v:.17g}' for v in a))
+        origin = joint.find('origin')
+        xyz = np.array([float(v) for v in origin.get('xyz').split()])
+        origin.set('xyz', ' '.join(f'{v:.17g}' for v in xyz + rng.normal(scale=distance, size=3)))
+    path = os.path.join(str(directory), relative.split('/')[-1])
+    tree.write(path)
+    return path

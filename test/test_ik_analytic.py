@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Arm
 import pytest
-from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, erd, load
+from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, load
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_analytic
@@ -598,30 +598,6 @@ def test_a_calibrated_description_is_recognised_snapped_and_polished(tmp_path):
     assert found >= 95
 
 
-def _calibrated(relative, tmp_path, angle, distance, seed):
-    """A copy of a description with every revolute joint's axis tilted by ``angle`` [rad] and
-    its origin moved by about ``distance`` [m], in random directions: a calibrated robot.
-    """
-    import xml.etree.ElementTree as ET
-    rng = np.random.default_rng(seed)
-    tree = ET.parse(erd(relative))
-    for joint in tree.getroot().iter('joint'):
-        if joint.get('type') not in ('revolute', 'continuous'):
-            continue
-        axis = joint.find('axis')
-        a = np.array([float(v) for v in axis.get('xyz').split()])
-        a /= np.linalg.norm(a)
-        t = np.cross(a, unit(rng))
-        a = math.cos(angle) * a + math.sin(angle) * t / np.linalg.norm(t)
-        axis.set('xyz', ' '.join(f'{v:.17g}' for v in a))
-        origin = joint.find('origin')
-        xyz = np.array([float(v) for v in origin.get('xyz').split()])
-        origin.set('xyz', ' '.join(f'{v:.17g}' for v in xyz + rng.normal(scale=distance, size=3)))
-    path = tmp_path / relative.split('/')[-1]
-    tree.write(path)
-    return str(path)
-
-
 @pytest.mark.parametrize('relative, tip', [(UR5, 'tool0'), (ANALYTIC[5][0], 'jaw')],
                          ids=['ur5', 'so100'])
 def test_a_calibrated_arm_tracking_a_target_keeps_its_branch(relative, tip, tmp_path):
@@ -630,7 +606,7 @@ def test_a_calibrated_arm_tracking_a_target_keeps_its_branch(relative, tip, tmp_
     to the seed. A seed 0.01 rad from the target's configuration (a robot tracking it) is
     answered next to it (before, SO-100 jumped to another branch 2-5 times in 400).
     """
-    arm = Arm(_calibrated(relative, tmp_path, 1e-3, 3e-4, 17), tip)
+    arm = Arm(calibrated(relative, tmp_path, 1e-3, 3e-4, 17), tip)
     family = arm.solver.family(tip)
     assert family.snapped
     moved = arm.solver.chain(tip).moved

@@ -107,12 +107,22 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
         if result.success or not family.approximate:
             return result
         # An approximate family (a snapped geometry, subproblem 6's roots) can miss a pose by
-        # rounding -- a tangency at a limit, a knee straight at its stop: on from there by the
-        # batched numerical iteration (not pose by pose: a path out of reach would search each
-        # pose to the budget, 50 ms where the analytic path took 3).
+        # rounding -- a tangency at a limit, a knee straight at its stop -- or lose a branch
+        # near a singularity (a snapped geometry's solutions tenths of a radian off): on from
+        # there by the batched numerical iteration, then pose by pose from where that stops
+        # if the family has a solution there (a pose out of reach would be searched to the
+        # budget, 50 ms where the analytic path took 3).
         batched = _batched(model, chain, T_root, q_seed, result, active, position_tolerance,
                            orientation_tolerance, step, deadline)
-        return batched if batched.solved > result.solved else result
+        best = batched if batched.solved > result.solved else result
+        n = best.solved
+        if best.success or not _solutions(chain, family, T_root[n:n + 1], q_seed[chain.moved],
+                                          active, position_tolerance, orientation_tolerance,
+                                          check=False)[1].any():
+            return best
+        return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
+                             orientation_tolerance, step, active_joints, deadline, best,
+                             numerical=False)
     else:
         # More than six joints: the held ones stay at the seed's values all along when they
         # can ...
@@ -250,7 +260,9 @@ def _solutions(chain, family, T, x_seed, active, p_tol, o_tol, check):
     if rows.any():
         part = X[rows]
         if family.approximate:
-            e = ik_analytic.polish(chain, part, T_rows[rows], act, 0.1 * min(p_tol, o_tol),
+            # Well inside the tolerances: near a straight elbow a pose 1e-6 off leaves a joint
+            # 2e-5 rad off, past its stop when the solution is at it (one more step, 5 %).
+            e = ik_analytic.polish(chain, part, T_rows[rows], act, 1e-3 * min(p_tol, o_tol),
                                    settle=False, near=POLISH_NEAR)
             X[rows] = part
             ok[rows] = (np.linalg.norm(e[:, :3], axis=1) <= p_tol) & \
@@ -519,19 +531,19 @@ def _block(chain, T, x_start, velocity, clip, active, redundant, p_tol, o_tol, d
 
 
 def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline,
-                  start=None):
+                  start=None, numerical=True):
     """The path solved pose after pose, each seeded with the previous answer; after the poses
     a :class:`PathResult` ``start`` solved (kept as they are), if given -- a held-joint path
-    that failed: then by the numerical search (weights given), which moves the held joints,
-    where the held-joint solve would hold them at the previous answer's values, as the failed
-    path did.
+    that failed: then by the numerical search (weights given, unless not ``numerical``),
+    which moves the held joints, where the held-joint solve would hold them at the previous
+    answer's values, as the failed path did.
     """
     N = len(T)
     q = np.repeat(q_seed[None], N, axis=0)
     pe, oe = np.full(N, np.nan), np.full(N, np.nan)
     prev, largest, message, solved, methods = q_seed, 0.0, '', N, set()
     first = start.solved if start is not None else 0
-    weights = np.ones(6) if start is not None else None
+    weights = np.ones(6) if start is not None and numerical else None
     before = f'{start.method} then ' if first else ''
     if first:
         q[:first], pe[:first], oe[:first] = (start.q[:first], start.position_error[:first],
