@@ -259,6 +259,19 @@ def test_a_leg_with_its_knee_straight_at_its_stop_follows_its_paths():
         assert result.max_joint_step < 0.1
 
 
+def sweeps_through_zero(arm, seed, count):
+    """``count`` pairs ``(Q, T)``: 40 configurations from ``-d`` to ``d`` (a random direction,
+    clipped to the limits) and their tip poses.
+    """
+    model = arm.model
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        direction = rng.normal(scale=0.5, size=model.nq)
+        Q = np.clip(np.linspace(-1.0, 1.0, 40)[:, None] * direction, model.lower_limits,
+                    model.upper_limits)
+        yield Q, np.array([arm.pose(q) for q in Q])
+
+
 def test_an_arm_through_its_zero_configuration_with_two_joints_at_their_stops():
     """SO-100 (subproblem 6) moved through its zero configuration, where its shoulder lift has
     its lower limit and its elbow its upper one (0 both): each half of the sweep has one joint
@@ -267,14 +280,8 @@ def test_an_arm_through_its_zero_configuration_with_two_joints_at_their_stops():
     configuration with an empty message (3 sweeps of 60 here).
     """
     arm = Arm(erd(SO100), 'jaw')
-    model = arm.model
-    assert model.lower_limits[1] == 0.0 and model.upper_limits[2] == 0.0
-    rng = np.random.default_rng(5)
-    for _ in range(60):
-        direction = rng.normal(scale=0.5, size=model.nq)
-        Q = np.clip(np.linspace(-1.0, 1.0, 40)[:, None] * direction, model.lower_limits,
-                    model.upper_limits)
-        T = np.array([arm.pose(q) for q in Q])
+    assert arm.model.lower_limits[1] == 0.0 and arm.model.upper_limits[2] == 0.0
+    for Q, T in sweeps_through_zero(arm, 5, 60):
         result = arm.solver.solve_path('jaw', T, Q[0])
         assert result.success, result.message
         assert result.method == 'analytic three_parallel_offset'
@@ -294,13 +301,7 @@ def test_a_calibrated_arm_through_its_zero_configuration(calibration, tmp_path):
     family has a solution for that pose.
     """
     arm = Arm(calibrated(SO100, tmp_path, 1e-3, 3e-4, calibration), 'jaw')
-    model = arm.model
-    rng = np.random.default_rng(4)
-    for _ in range(100):
-        direction = rng.normal(scale=0.5, size=model.nq)
-        Q = np.clip(np.linspace(-1.0, 1.0, 40)[:, None] * direction, model.lower_limits,
-                    model.upper_limits)
-        T = np.array([arm.pose(q) for q in Q])
+    for Q, T in sweeps_through_zero(arm, 4, 100):
         result = arm.solver.solve_path('jaw', T, Q[0])
         assert result.success, result.message
         check_path(arm, result.q, T, 1e-5)
