@@ -168,24 +168,22 @@ class Family:
         eight ``(q, exact)``, ``q`` a 6-tuple -- with ``exact_only``, only the exact ones (the
         branches whose arm is out of reach are not carried through the wrist). For
         ``three_parallel_offset``, the pairs of angles 1 and 5 that no pose gives (roots of
-        subproblem 6 off the unit circle) are always left out: up to eight; and with
-        ``limits``, ``(lower, upper, turning)`` of each joint root first (as
-        :attr:`~ros_dynamics.engine.ik_chain.Chain.float_limits`, widened by any slack), so
-        are the branches whose angle 1, 5, 6 or 3 fits no whole turn inside them, as soon as
-        that angle is known -- unless joint 5 is at the wrist singularity (:meth:`any_singular`),
-        where the other angles of the continuum may fit.
+        subproblem 6 off the unit circle) are always left out: up to eight. With ``limits``,
+        ``(lower, upper, turning)`` of each joint root first (as
+        :attr:`~ros_dynamics.engine.ik_chain.Chain.float_limits`, widened by any slack; None
+        for a joint every angle fits), so
+        are the branches with an angle that fits no whole turn inside them, as soon as that
+        angle is known (what is not computed costs nothing) -- except, where joint 5 is at the
+        wrist singularity (:meth:`any_singular`), the angles the continuum there moves.
         """
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p
             if limits is not None:               # joint i is joint 7 - i, its angle negated
-                limits = [(-upper, -lower, turning) for lower, upper, turning in limits[::-1]]
+                limits = [limit and (-limit[1], -limit[0], limit[2]) for limit in limits[::-1]]
         v = self._vectors
         R06 = R.dot(v['R0T']).tolist()
-        if self.name == 'three_parallel_offset':
-            out = _three_parallel_offset_one(v, R06, tuple(p.tolist()), exact_only, limits,
-                                             self._singular_q5)
-        else:
-            out = _SOLVERS_ONE[self.name](v, R06, tuple(p.tolist()), self.shoulder, exact_only)
+        out = _SOLVERS_ONE[self.name](v, R06, tuple(p.tolist()), self.shoulder, exact_only,
+                                      limits or _OPEN, self._singular_q5)
         if self.geometry.reversed:
             out = [(tuple(-x for x in q[::-1]), exact) for q, exact in out]
         return out
@@ -522,8 +520,12 @@ def _neg(a):
     return (-a[0], -a[1], -a[2])
 
 
-def _three_parallel_one(v, R06, p, _shoulder, exact_only):
-    """:func:`_three_parallel` for one pose (see :meth:`Family.solve_one`)."""
+def _three_parallel_one(v, R06, p, _shoulder, exact_only, limits, singular_q5):
+    """:func:`_three_parallel` for one pose (see :meth:`Family.solve_one`; ``limits`` in the
+    order solved, ``singular_q5``: :attr:`Family._singular_q5`). At the wrist singularity
+    angles 2, 3, 4 and 6 are not pruned (angle 6 and the sum 2 + 3 + 4 of the continuum).
+    """
+    l1, l2, l3, l4, l5, l6 = limits
     h1, h2, h3, _, h5, h6 = v['h']
     p12, p23, p34, p45, _ = v['p']
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
@@ -537,6 +539,8 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only):
     if exact_only and not e1:
         return out
     for q1 in q1s:
+        if l1 and _misses(q1, l1):
+            continue
         c1, s1 = math.cos(q1), math.sin(q1)
         a = rotate_cs(h1, c1, -s1, R06h6)                            # R16 h6
         b = _combination(c1, A, s1, B, (1.0 - c1) * h1h2, C)         # R16^T h2
@@ -545,8 +549,13 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only):
         if exact_only and not e5:
             continue
         for q5 in q5s:
+            if l5 and _misses(q5, l5):
+                continue
+            prune = not _at_singularity(q5, singular_q5)
             c5, s5 = math.cos(q5), -math.sin(q5)                     # of -q5
             q6 = sp1_one(b, _combination(c5, h2, s5, h5xh2, (1.0 - c5) * h5h2, h5), h6)
+            if prune and l6 and _misses(q6, l6):
+                continue
             # R14 = rot(h2, q14) takes R45 h6 to R16 h6 = a: one rotation -- unless R45 h6
             # nears h2 (the wrist singularity, q6 and q14 coupled), where R14 w (w at right
             # angles to h2) after this q6 keeps the pair consistent.
@@ -561,13 +570,19 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only):
             if exact_only and not e3:
                 continue
             for q3 in q3s:
+                if prune and l3 and _misses(q3, l3):
+                    continue
                 q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
                 out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e1 and e5 and e3))
     return out
 
 
-def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
-    """:func:`_spherical_wrist` for one pose (see :meth:`Family.solve_one`)."""
+def _spherical_wrist_one(v, R06, p, shoulder, exact_only, limits, singular_q5):
+    """:func:`_spherical_wrist` for one pose (see :meth:`Family.solve_one`; ``limits`` in the
+    order solved, ``singular_q5``: :attr:`Family._singular_q5`). At the wrist singularity
+    angles 4 and 6 (the continuum's) are not pruned.
+    """
+    l1, l2, l3, l4, l5, l6 = limits
     h1, h2, h3, h4, h5, h6 = v['h']
     p12, p23, p3c, _, _ = v['p']
     c = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])              # wrist centre - p01
@@ -577,18 +592,22 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
         if exact_only and not e1:
             return []
         for q1 in q1s:
+            if l1 and _misses(q1, l1):
+                continue
             y = _sub(rotate3(h1, -q1, c), p12)
             q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(y, y)))
             for q3 in q3s:
-                q2 = sp1_one(_add(p23, rotate3(h3, q3, p3c)), y, h2)
-                arms.append((q1, q2, q3, e1 and e3))
+                if not (l3 and _misses(q3, l3)):
+                    q2 = sp1_one(_add(p23, rotate3(h3, q3, p3c)), y, h2)
+                    arms.append((q1, q2, q3, e1 and e3))
     else:
         q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(c, c)))
         if exact_only and not e3:
             return []
         for q3 in q3s:
-            pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
-            arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
+            if not (l3 and _misses(q3, l3)):
+                pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
+                arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
     R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
     # R03^T = rot(h3, -q3) rot(h2, -q2) rot(h1, -q1): one turn about h2 for parallel axes 2
     # and 3 (h3 = +-h2), and one turn about h1 for the arms sharing q1.
@@ -596,7 +615,7 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
     out = []
     back1 = {}
     for q1, q2, q3, e in arms:
-        if exact_only and not e:
+        if exact_only and not e or l1 and _misses(q1, l1) or l2 and _misses(q2, l2):
             continue
         if q1 not in back1:
             c, s = math.cos(q1), -math.sin(q1)
@@ -610,7 +629,12 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only):
         if exact_only and not e45:
             continue
         for q4, q5 in pairs:
+            prune = not _at_singularity(q5, singular_q5)
+            if l5 and _misses(q5, l5) or prune and l4 and _misses(q4, l4):
+                continue
             q6 = sp1_one(v['w6'], rotate3(h5, -q5, rotate3(h4, -q4, R36w)), h6)
+            if prune and l6 and _misses(q6, l6):
+                continue
             out.append(((q1, q2, q3, q4, q5, q6), e and e45))
     return out
 
@@ -619,10 +643,11 @@ _SOLVERS = {'three_parallel': _three_parallel, 'three_parallel_offset': _three_p
             'spherical_wrist': _spherical_wrist}
 
 
-def _three_parallel_offset_one(v, R06, p, exact_only, limits, singular_q5):
+def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only, limits, singular_q5):
     """:func:`_three_parallel_offset` for one pose (see :meth:`Family.solve_one`; ``limits``
-    None or in the order solved, ``singular_q5``: :attr:`Family._singular_q5`).
+    in the order solved, ``singular_q5``: :attr:`Family._singular_q5`).
     """
+    l1, l2, l3, l4, l5, l6 = limits
     h1, h2, h3, _, h5, h6 = v['h']
     p12, p23, p34, p45, p56 = v['p']
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
@@ -637,15 +662,15 @@ def _three_parallel_offset_one(v, R06, p, exact_only, limits, singular_q5):
     for q1, q5, e15 in pairs:
         if not e15:                  # a root off the circle: no pose, and no singular one
             continue
-        prune = limits is not None and not _at_singularity(q5, singular_q5)
-        if prune and not (_may_fit(q1, limits[0]) and _may_fit(q5, limits[4])):
+        prune = not _at_singularity(q5, singular_q5)
+        if prune and (l1 and _misses(q1, l1) or l5 and _misses(q5, l5)):
             continue
         c1, s1, c5, s5 = math.cos(q1), math.sin(q1), math.cos(q5), math.sin(q5)
         # R16^T h2 turned onto R45^T h2 by joint 6; R14 = R16 R6^T R45^T.
         k1, k5 = (1.0 - c1) * h1h2, (1.0 - c5) * h5h2
         q6 = sp1_one(_combination(c1, a, s1, b, k1, c), _combination(c5, h2, -s5, h5xh2, k5, h5),
                      h6)
-        if prune and not _may_fit(q6, limits[5]):
+        if prune and l6 and _misses(q6, l6):
             continue
         r14w = rotate_cs(h1, c1, -s1, _apply(R06, rotate_cs(h6, math.cos(q6), -math.sin(q6),
                                                            rotate_cs(h5, c5, -s5, w))))
@@ -656,24 +681,28 @@ def _three_parallel_offset_one(v, R06, p, exact_only, limits, singular_q5):
         if exact_only and not e3:
             continue
         for q3 in q3s:
-            if prune and not _may_fit(q3, limits[2]):
+            if prune and l3 and _misses(q3, l3):
                 continue
             q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
             out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e15 and e3))
     return out
 
 
-_SOLVERS_ONE = {'three_parallel': _three_parallel_one, 'spherical_wrist': _spherical_wrist_one}
+_SOLVERS_ONE = {'three_parallel': _three_parallel_one,
+                'three_parallel_offset': _three_parallel_offset_one,
+                'spherical_wrist': _spherical_wrist_one}
+#: No limits: every angle fits.
+_OPEN = (None,) * 6
 
 
-def _may_fit(x, limit):
-    """Whether angle ``x`` fits ``limit``, a ``(lower, upper, turning)`` triple: some whole
-    turn of it lies inside when ``turning``, else ``x`` itself.
+def _misses(x, limit):
+    """Whether angle ``x`` misses ``limit``, a ``(lower, upper, turning)`` triple: no whole
+    turn of it lies inside when ``turning``, else ``x`` itself is outside.
     """
     lower, upper, turning = limit
     if turning and lower > -math.inf:
         x = lower + (x - lower) % _TURN              # the lowest turn of x above lower
-    return lower <= x <= upper
+    return not lower <= x <= upper
 
 
 def _at_singularity(q5, singular_q5):

@@ -56,8 +56,7 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     if active is None:
         # A geometry that was not snapped leaves out early the branches that no polishing
         # could bring inside the limits (:func:`_polished`); a snapped one's may be far off.
-        limits = None if family.snapped else [(lower - POLISH_REACH, upper + POLISH_REACH, turning)
-                                              for lower, upper, turning in chain.float_limits]
+        limits = None if family.snapped else _past(chain.float_limits, POLISH_REACH)
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
@@ -151,9 +150,12 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
         if result is not None:
             return result
+        # The six joints' limits: their branches outside are left out early (not snapped).
+        limits = None if held.family.snapped else _past(
+            [limit for limit, free in zip(chain.float_limits, held.free) if free], POLISH_REACH)
         for values in _held_order(held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
-                               max_solutions, method)
+                               max_solutions, method, limits)
             if result is not None or time.monotonic() >= deadline:
                 return result
         return None
@@ -193,15 +195,16 @@ def _held_order(held, table, T_target, x_seed, T_seed):
 
 
 def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
-              method):
+              method, limits):
     """The solutions with the held joints at ``values`` (a tuple of floats), in Python floats,
-    ranked (:func:`_ranked_one`), or None.
+    ranked (:func:`_ranked_one`), or None; ``limits``: the six joints' for
+    :meth:`~ros_dynamics.engine.ik_analytic.Family.solve_one`, or None.
     """
     turned = held.turned(T_target, values)
     k = held.before
     before, after = values[:k], values[k:]
-    candidates = [(before + q + after, True)
-                  for q, _ in held.family.solve_one(turned[:3, :3], turned[:3, 3], True)]
+    candidates = [(before + q + after, True) for q, _ in held.family.solve_one(
+        turned[:3, :3], turned[:3, 3], True, limits)]
     if held.family.approximate:
         candidates = _polished(chain, held.family, candidates, T_target, q_seed, held.free,
                                p_tol, o_tol)
@@ -410,6 +413,15 @@ def _errors_one(T, T_target):
     (a, b, c), (d, e, f), (g, h, i) = (T_target[:3, :3] @ T[:3, :3].T).tolist()
     sin = 0.5 * math.sqrt((h - f) ** 2 + (c - g) ** 2 + (d - b) ** 2)
     return math.sqrt(dx * dx + dy * dy + dz * dz), math.atan2(sin, 0.5 * (a + e + i - 1.0))
+
+
+def _past(limits, slack):
+    """``(lower, upper, turning)`` triples widened by ``slack`` on both sides, None for the
+    angles of a turn or more of range (every angle fits:
+    :meth:`~ros_dynamics.engine.ik_analytic.Family.solve_one` skips them).
+    """
+    return [None if turning and upper - lower >= _TURN else
+            (lower - slack, upper + slack, turning) for lower, upper, turning in limits]
 
 
 def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
