@@ -54,9 +54,10 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     """
     x_seed = q_seed[chain.moved]
     if active is None:
-        # A geometry that was not snapped leaves out early the branches that no polishing
-        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off.
-        limits = None if family.snapped else _past(chain.float_limits, POLISH_REACH)
+        # Branches no polishing could bring inside the limits (:func:`_polished`) are left
+        # out early, unless a snapping may have put them far off (PRUNE_SNAPPING).
+        limits = None if family.snapping > PRUNE_SNAPPING else _past(chain.float_limits,
+                                                                       POLISH_REACH)
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
@@ -150,8 +151,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
         if result is not None:
             return result
-        # The six joints' limits: their branches outside are left out early (not snapped).
-        limits = None if held.family.snapped else _past(
+        # The six joints' limits: their branches outside are left out early (as above).
+        limits = None if held.family.snapping > PRUNE_SNAPPING else _past(
             [limit for limit, free in zip(chain.float_limits, held.free) if free], POLISH_REACH)
         for values in _held_order(held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
@@ -215,6 +216,13 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
 #: [rad or m] A candidate of a geometry that was not snapped (subproblem 6's roots: accurate to
 #: about 1e-10) no turn brings this near its limits is not polished.
 POLISH_REACH = 0.01
+
+
+#: [rad or m] A geometry snapped by at most this (a rounded description: xArm7's, 1e-6)
+#: leaves out early the branches outside the limits as an exact one does: snapping moves the
+#: solutions by about its size times the arm's condition number, far less than POLISH_REACH;
+#: a calibrated arm's (1e-3) can move them tenths of a radian near a singularity.
+PRUNE_SNAPPING = 1e-5
 
 
 #: [m or rad] One answer polishes the candidates whose pose is off by less than this (their
