@@ -64,6 +64,11 @@ class SeedTable:
             G = JT.transpose(0, 2, 1) @ JT
             G.reshape(len(G), 36)[:, ::7] += STEP_DAMPING
             steps[i:i + _CHUNK] = np.linalg.solve(G, JT.transpose(0, 2, 1)).transpose(0, 2, 1)
+        # The samples in the order of a k-d tree's leaves: a query then reads a few runs of
+        # nearby memory, not samples scattered over the table (caches are cold inside a
+        # solve: Panda and xArm7 answer 2-6 % sooner, for 10 ms more to build).
+        order = cKDTree(features, leafsize=_LEAF).indices
+        configurations, features, steps = configurations[order], features[order], steps[order]
         #: (samples, m) configurations, (samples, 12) their pose features and (samples, m, 6)
         #: the damped pseudo-inverses of the frame's Jacobian there (single precision).
         self.configurations = configurations
