@@ -176,10 +176,10 @@ class Family:
         subproblem 6 off the unit circle) are always left out: up to eight. With ``limits``,
         ``(lower, upper, turning)`` of each joint root first (as
         :attr:`~ros_dynamics.engine.ik_chain.Chain.float_limits`, widened by any slack; None
-        for a joint every angle fits), so
-        are the branches with an angle that fits no whole turn inside them, as soon as that
-        angle is known (what is not computed costs nothing) -- except, where joint 5 is at the
-        wrist singularity (:meth:`any_singular`), the angles the continuum there moves.
+        for a joint every angle fits), so are the branches with an angle that fits no whole
+        turn inside them, as soon as that angle is known (what is not computed costs nothing)
+        -- except, where joint 5 is at the wrist singularity (:meth:`any_singular`), the
+        angles the continuum there moves.
         """
         if self.geometry.reversed:
             R, p = R.T, -R.T @ p

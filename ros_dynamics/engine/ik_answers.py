@@ -218,7 +218,7 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
 POLISH_REACH = 0.01
 
 
-#: [rad or m] A geometry snapped by at most this (a rounded description: xArm7's, 1e-6)
+#: [rad or m] A geometry snapped by at most this (a rounded description: xArm7's, 5e-7)
 #: leaves out early the branches outside the limits as an exact one does: snapping moves the
 #: solutions by about its size times the arm's condition number, far less than POLISH_REACH;
 #: a calibrated arm's (1e-3) can move them tenths of a radian near a singularity.
