@@ -661,6 +661,44 @@ def test_a_calibrated_arm_tracking_a_target_keeps_its_branch(relative, tip, tmp_
                              - np.pi) < 0.1)
 
 
+def test_a_slightly_snapped_arm_keeps_its_solutions_at_joint_limits():
+    """xArm7's chain to its sixth link is a spherical wrist snapped by 5e-7 (a rounded
+    description). Its solution with joints 4 and 6 at their limits comes out of the snapped
+    geometry a few micro-radians past them and is polished back (a review's case: pruning the
+    branches outside the limits early, or checking the pose unpolished, lost it).
+    """
+    arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link6')
+    model = arm.model
+    assert arm.solver.family('link6').snapped
+    q = np.array([-0.4292668, 0.5497541, 1.6993023, model.lower_limits[3], -5.5057615,
+                  model.upper_limits[5], 3.3178999])
+    seed = np.array([-3.1068004, -1.0265903, -3.9269489, 2.1437116, -5.7932748, 1.1612971,
+                     -4.1970276])
+    T = arm.pose(q)
+    result = arm.solver.solve('link6', T, seed, max_solutions=1)
+    assert result.success
+    assert_solves(arm, result.q, T)
+    assert all(same_angle(a, b, 1e-6) for a, b in zip(result.q[:6], q[:6]))
+
+
+def test_a_calibrated_arm_near_a_singularity_keeps_the_branch_next_to_the_seed(tmp_path):
+    """Panda calibrated by 2e-5 rad and 6e-6 m (its last joint held), its shoulder 1.8e-4 rad
+    from the singularity and its first joint near its limit (a review's case): the snapped
+    geometry's solution of the seed's branch has joint 1 0.19 rad past the limit, and polished
+    it comes inside. Pruning by the limits before polishing answered a branch 3.2 rad away.
+    """
+    arm = Arm(calibrated(PANDA, tmp_path, 2e-5, 6e-6, 1), 'panda_hand')
+    q = np.array([2.8692111, 0.0001776, -1.9219512, -1.2883097, -0.5854926, 0.4619691,
+                  -2.7097071, 0.0156521])
+    seed = np.array([2.8550265, 0.0307492, -1.9152451, -1.293962, -0.5786629, 0.4523367,
+                     -2.7097071, 0.0156521])
+    T = arm.pose(q)
+    result = arm.solver.solve('panda_hand', T, seed, max_solutions=1)
+    assert result.success
+    assert_solves(arm, result.q, T, 1e-5)
+    assert np.abs(result.q - seed).max() < 0.1
+
+
 def test_chains_of_no_family_stay_numerical_and_weights_force_it():
     baxter = load(erd(BAXTER))
     solver = IKSolver(baxter)

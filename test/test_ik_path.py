@@ -308,6 +308,48 @@ def test_a_calibrated_arm_through_its_zero_configuration(calibration, tmp_path):
         np.testing.assert_allclose(result.q, Q, atol=1e-4)
 
 
+def test_a_path_starting_with_joints_at_their_stops_keeps_the_robots_branch():
+    """SO-100 starting with its elbow folded at its stop and its wrist roll at its stop (a
+    review's case): the sweep out of there is followed from where the robot is. Near the
+    folded elbow, a tangency, subproblem 6's roots put the elbow up to 1.5e-7 rad past its
+    stop; with 1e-7 of slack the path lost that branch at pose 13 and failed at pose 30.
+    """
+    arm = Arm(erd(SO100), 'jaw')
+    model = arm.model
+    end = np.array([1.390344304101065, 1.862242667798388, -2.121754694680578,
+                    0.9188811771177273, 2.720209716540051, 1.0208484368165314])
+    step = np.array([-0.0140941947795632, 0.02202939927510639, 0.04783366121383459,
+                     0.03754708768024029, -0.01702746795870169, 0.00999243167724839])
+    Q = np.clip(end - np.arange(39, -1, -1)[:, None] * step, model.lower_limits,
+                model.upper_limits)
+    assert Q[0, 2] == model.lower_limits[2] and Q[0, 4] == model.upper_limits[4]
+    T = np.array([arm.pose(q) for q in Q])
+    result = arm.solver.solve_path('jaw', T, Q[0])
+    assert result.success, result.message
+    check_path(arm, result.q, T, 1e-5)
+    np.testing.assert_allclose(result.q, Q, atol=1e-5)
+
+
+def test_a_path_leaving_the_limits_stops_there_without_searching():
+    """Alexander's leg (subproblem 6) along a 3 m line: the poses soon have solutions, none
+    inside the limits. The path stops there at once, saying so (a review found it searching
+    that pose to the time budget and answering 'timed out').
+    """
+    arm = Arm(erd(ALEXANDER), 'LEFT_FOOT')
+    seed = np.array([-0.1551784000039754, -0.05161309758918758, 0.5176744598948743,
+                     -0.8455818682551932, 1.4883357067616492, 0.11479722648156698,
+                     -0.07067480057166092, -0.32146841615180544, -0.21727775991919362,
+                     -1.1063455332407952, 0.6624548427140746, 0.13672410394574164,
+                     0.10905615199113672])
+    direction = np.array([0.3778193262979388, -1.6437526859916085, 2.4809936847906613])
+    T = line(arm.pose(seed), direction / np.linalg.norm(direction),
+             np.linalg.norm(direction), 60)
+    result = arm.solver.solve_path('LEFT_FOOT', T, seed)
+    assert not result.success and 0 < result.solved < 60
+    assert 'outside the joint limits' in result.message, result.message
+    check_path(arm, result.q[:result.solved], T[:result.solved], 1e-5)
+
+
 def test_a_batched_path_that_stops_says_at_which_pose_and_why(ur5):
     """The batched numerical iteration (a numerical chain's path, an approximate family's
     path from the pose it missed) names the pose it stops at: a path whose poses after the

@@ -131,19 +131,14 @@ def _parallel(h, i, j):
 @dataclass(frozen=True)
 class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
-    how far snapping moved its axes (``snapping``, [rad] or [m]: :func:`_snapping`) and, for
-    the spherical wrist, which shoulder case applies (``shoulder``: 'parallel' or 'meeting').
+    whether snapping changed it (``snapped``) and, for the spherical wrist, which shoulder case
+    applies (``shoulder``: 'parallel' or 'meeting').
     """
 
     name: str
     geometry: Geometry
-    snapping: float
+    snapped: bool
     shoulder: str = ''
-
-    @property
-    def snapped(self):
-        """Whether snapping changed the geometry (by more than rounding, 1e-12)."""
-        return self.snapping > 1e-12
 
     @property
     def approximate(self):
@@ -261,9 +256,9 @@ def _classify_one(g):
             h2 = _aligned(h[1], h[1:4])
             new = replace(g, h=np.concatenate([h[:1], h2, h[4:]]),
                           o=np.concatenate([o[:4], [c, c]]))
-            return Family('three_parallel', new, _snapping(g, new))
+            return Family('three_parallel', new, _changed(g, new))
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:4]), h[4:]]))
-        return Family('three_parallel_offset', new, _snapping(g, new))
+        return Family('three_parallel_offset', new, _changed(g, new))
     c45, c56 = _meet(h, o, 3, 4), _meet(h, o, 4, 5)
     if c45 is None or c56 is None or np.linalg.norm(c45 - c56) > DISTANCE_TOLERANCE:
         return None
@@ -271,11 +266,11 @@ def _classify_one(g):
     o = np.concatenate([o[:3], [c, c, c]])
     if _parallel(h, 1, 2) and not _parallel(h, 0, 1):
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:3]), h[3:]]), o=o)
-        return Family('spherical_wrist', new, _snapping(g, new), 'parallel')
+        return Family('spherical_wrist', new, _changed(g, new), 'parallel')
     c12 = _meet(h, o, 0, 1)
     if c12 is not None and not _parallel(h, 1, 2):
         new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
-        return Family('spherical_wrist', new, _snapping(g, new), 'meeting')
+        return Family('spherical_wrist', new, _changed(g, new), 'meeting')
     return None
 
 
@@ -284,11 +279,15 @@ def _aligned(h, axes):
     return np.sign(axes @ h)[:, None] * h
 
 
-def _snapping(g, new):
-    """How far snapping moved ``g``'s axes to ``new``'s: the largest change of an axis
-    direction [rad, about] or of an axis line (its point moved across it) [m].
-    """
-    return float(max(np.abs(g.h - new.h).max(), np.abs(cross(new.h, new.o - g.o)).max()))
+def _changed(g, new):
+    return not (np.allclose(g.h, new.h, rtol=0, atol=1e-12)
+                and _same_lines(g.o, new.o, new.h))
+
+
+def _same_lines(o, o_new, h):
+    """Whether every point moved only along its axis."""
+    d = o_new - o
+    return np.abs(cross(h, d)).max() <= 1e-12
 
 
 def _mv(R, v):

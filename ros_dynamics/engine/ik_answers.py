@@ -54,10 +54,9 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     """
     x_seed = q_seed[chain.moved]
     if active is None:
-        # Branches no polishing could bring inside the limits (:func:`_polished`) are left
-        # out early, unless a snapping may have put them far off (PRUNE_SNAPPING).
-        limits = None if family.snapping > PRUNE_SNAPPING else _past(chain.float_limits,
-                                                                       POLISH_REACH)
+        # A geometry that was not snapped leaves out early the branches that no polishing
+        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off.
+        limits = None if family.snapped else _past(chain.float_limits, POLISH_REACH)
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
@@ -151,8 +150,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
         if result is not None:
             return result
-        # The six joints' limits: their branches outside are left out early (as above).
-        limits = None if held.family.snapping > PRUNE_SNAPPING else _past(
+        # The six joints' limits: their branches outside are left out early (not snapped).
+        limits = None if held.family.snapped else _past(
             [limit for limit, free in zip(chain.float_limits, held.free) if free], POLISH_REACH)
         for values in _held_order(held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
@@ -218,13 +217,6 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
 POLISH_REACH = 0.01
 
 
-#: [rad or m] A geometry snapped by at most this (a rounded description: xArm7's, 5e-7)
-#: leaves out early the branches outside the limits as an exact one does: snapping moves the
-#: solutions by about its size times the arm's condition number, far less than POLISH_REACH;
-#: a calibrated arm's (1e-3) can move them tenths of a radian near a singularity.
-PRUNE_SNAPPING = 1e-5
-
-
 #: [m or rad] One answer polishes the candidates whose pose is off by less than this (their
 #: largest error component): a snapping of 2 mrad or 2 mm moves a pose by about that times the
 #: arm's reach; a least-squares branch of a target out of reach is off by centimetres.
@@ -248,7 +240,10 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
             q, x_seed, chain.float_limits, POLISH_REACH) is not None]
     if not rows:
         return []
-    if len(rows) <= _ONE_BY_ONE:    # each pose alone (a third of a batch's cost), often within
+    # Each pose alone (a third of a batch's cost), often within: subproblem 6's roots up to
+    # three (a snapped geometry's, one only: polished, the others reach rounding, and a
+    # solution at a joint limit, a snapping past it, comes back onto it).
+    if len(rows) <= (1 if family.snapped else _ONE_BY_ONE):
         checked = [(x, True, _errors_one(chain.pose(np.array(x)), T_target)) for x in rows]
         if all(e[0] <= p_tol and e[1] <= o_tol for _, _, e in checked):
             return checked
@@ -264,8 +259,8 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
-#: Up to this many candidates are checked pose by pose before any is polished (beyond, one
-#: batch costs less).
+#: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
+#: (beyond, one batch costs less).
 _ONE_BY_ONE = 3
 
 

@@ -20,9 +20,10 @@ _TWO_PI = 2.0 * np.pi
 LIMIT_SLACK = 1e-9
 #: A closed-form solution this far [rad] past a limit is clipped in when the chain confirms it
 #: within the tolerances (one solve: where none is inside; a path: always): a subproblem at a
-#: tangency turns rounding into 1e-8 (an arccos near 1; human.urdf's leg with four joints at
-#: their limits came out 5e-9 past; SO-100's elbow straight at its stop, 2e-9).
-TANGENT_SLACK = 1e-7
+#: tangency turns a rounding ``d`` into about ``sqrt(2 d)`` (an arccos near 1: human.urdf's leg
+#: with four joints at their limits came out 5e-9 past; SO-100's elbow folded at its stop,
+#: 1.5e-7).
+TANGENT_SLACK = 1e-6
 # Flattened 4x4 entries (row-major): the z axis and the origin of a frame, rotated by one
 # and by two places -- the factors of the cross product z x (p_tip - p) -- and the z axis.
 _Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3, 2, 6, 10])

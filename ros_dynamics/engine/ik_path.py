@@ -110,15 +110,13 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
         # rounding -- a tangency at a limit, a knee straight at its stop -- or lose a branch
         # near a singularity (a snapped geometry's solutions tenths of a radian off): on from
         # there by the batched numerical iteration, then pose by pose from where that stops
-        # if the family has a solution there (a pose out of reach would be searched to the
-        # budget, 50 ms where the analytic path took 3).
+        # if the family has a solution there (a pose out of reach or the limits would be
+        # searched to the budget, 50 ms where the analytic path took 3).
         batched = _batched(model, chain, T_root, q_seed, result, active, position_tolerance,
                            orientation_tolerance, step, deadline)
         best = batched if batched.solved > result.solved else result
-        n = best.solved
-        if best.success or not _solutions(chain, family, T_root[n:n + 1], q_seed[chain.moved],
-                                          active, position_tolerance, orientation_tolerance,
-                                          check=False)[1].any():
+        if best.success or not _solved_inside(model, chain, family, T_root, q_seed, active,
+                                              position_tolerance, orientation_tolerance, best):
             return best
         return _pose_by_pose(solver, tip_frame, T, q_seed, position_tolerance,
                              orientation_tolerance, step, active_joints, deadline, best,
@@ -197,6 +195,22 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
     q[:, chain.moved] = path
     message = message or f'{method}: {N} poses, largest joint step {largest:.3g}'
     return PathResult(q, solved == N, solved, pe, oe, largest, method, message)
+
+
+def _solved_inside(model, chain, family, T, q_seed, active, p_tol, o_tol, result):
+    """Whether ``family`` has a solution for the pose of ``T`` (N, 4, 4) where the path
+    ``result`` stopped -- inside the limits, unless the geometry was snapped (near a
+    singularity its solutions can be tenths of a radian off the true ones, the branch the path
+    lost among them).
+    """
+    n, moved = result.solved, chain.moved
+    X, ok, _ = _solutions(chain, family, T[n:n + 1], q_seed[moved], active, p_tol, o_tol,
+                          check=False)
+    if not family.snapped:
+        x_prev = result.q[n - 1, moved] if n else q_seed[moved]
+        ok &= ik_analytic.in_limits(X[0], x_prev, *joint_bounds(model, chain, x_prev, active),
+                                    TANGENT_SLACK)[1]
+    return bool(ok.any())
 
 
 def _through_singularity(family, path, failed, active):
