@@ -699,6 +699,26 @@ def test_a_calibrated_arm_near_a_singularity_keeps_the_branch_next_to_the_seed(t
     assert np.abs(result.q - seed).max() < 0.1
 
 
+def test_a_calibrated_arm_with_joints_at_limits_keeps_the_seeds_branch(tmp_path):
+    """Kinova calibrated by 1e-6 rad and 3e-7 m, joints 2 and 5 at their upper limits (a
+    review's case): the snapped geometry's candidates, polished to the tolerance, lie a hair
+    past the limits. Clipping them in when none is inside answered another branch, 6.4 rad
+    from the seed, and lost the seed's own; they go the general way, polished to rounding.
+    """
+    arm = Arm(calibrated(KINOVA, tmp_path, 1e-6, 3e-7, 1), 'j2s6s200_end_effector')
+    model = arm.model
+    q = np.array([-2.259804, model.upper_limits[1], 2.7634438, -1.3308807,
+                  model.upper_limits[4], 1.5483136])
+    seed = np.array([-2.2745079, 5.4073032, 2.7230197, -1.3799348, 5.7595865, 1.5605531])
+    T = arm.pose(q)
+    for max_solutions in (1, None):
+        result = arm.solver.solve('j2s6s200_end_effector', T, seed, max_solutions=max_solutions)
+        assert result.success
+        for s in result.solutions:
+            assert_solves(arm, s, T, 1e-9)
+        np.testing.assert_allclose(result.q, q, atol=1e-6)
+
+
 def test_chains_of_no_family_stay_numerical_and_weights_force_it():
     baxter = load(erd(BAXTER))
     solver = IKSolver(baxter)

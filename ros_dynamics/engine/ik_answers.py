@@ -209,7 +209,7 @@ def _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_so
         candidates = _polished(chain, held.family, candidates, T_target, q_seed, held.free,
                                p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
-                       method)
+                       method, clip=not held.family.snapped)
 
 
 #: [rad or m] A candidate of a geometry that was not snapped (subproblem 6's roots: accurate to
@@ -319,15 +319,19 @@ def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_t
         candidates = _polished(chain, family, candidates, T_target, q_seed,
                                np.ones(6, dtype=bool), p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
-                       f'analytic {family.name}')
+                       f'analytic {family.name}', clip=not family.snapped)
 
 
 def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
-                method):
+                method, clip):
     """:func:`ranked` in Python floats for ``candidates``, ``(q, exact)`` pairs of the
     values of ``chain.moved`` -- or ``(q, True, (position_error, orientation_error))``
     triples already checked on the chain (:func:`_polished`); None when none is exact and
-    inside the limits, or the best one's error is above a tolerance.
+    inside the limits, or the best one's error is above a tolerance. With ``clip``, where none
+    is inside, those a tangency's rounding puts a hair past a limit are clipped in -- not a
+    snapped geometry's, polished only to the tolerance: past a limit by a snapping, they go
+    the general way, which polishes them to rounding (a clipped one of another branch won
+    over the seed's own there).
     """
     x_seed = q_seed[chain.moved].tolist()
     limits = chain.float_limits
@@ -336,7 +340,7 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
         x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
         if x is not None:
             ranked.append((math.dist(x, x_seed), x, candidate[2:]))
-    if not ranked:                       # a hair past a limit at a tangency: confirmed, clipped
+    if not ranked and clip:              # a hair past a limit at a tangency: confirmed, clipped
         for candidate in candidates:
             x = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
                 if candidate[1] else None
