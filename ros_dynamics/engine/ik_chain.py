@@ -19,7 +19,8 @@ _TWO_PI = 2.0 * np.pi
 #: added to an angle at the limit) and is clipped in.
 LIMIT_SLACK = 1e-9
 #: A closed-form solution this far [rad] past a limit is clipped in when the chain confirms it
-#: within the tolerances (one solve: where none is inside; a path: always): a subproblem at a
+#: within the tolerances (one solve: where none is inside, and not a snapped geometry's, whose
+#: candidates are polished only to the tolerance; a path: always): a subproblem at a
 #: tangency turns a rounding ``d`` into about ``sqrt(2 d)`` (an arccos near 1: human.urdf's leg
 #: with four joints at their limits came out 5e-9 past; SO-100's elbow folded at its stop,
 #: 1.5e-7).
