@@ -472,14 +472,13 @@ def in_limits(X, x_seed, lower, upper, turning=None, slack=LIMIT_SLACK):
     take it out by rounding); so do those within a wider ``slack`` that no turn brings inside
     (an angle a hair under a turn past its upper limit is turned in, not clipped).
     """
-    turn = 2.0 * np.pi
-    k0 = np.round((x_seed - X) / turn)
+    k0 = np.round((x_seed - X) / _TURN)
     if turning is not None:
         k0 = np.where(turning, k0, 0.0)
     best = np.full_like(X, np.nan)
     for past in sorted({LIMIT_SLACK, slack}):
         for dk in (0.0, -1.0, 1.0):
-            v = X + (k0 + dk) * turn
+            v = X + (k0 + dk) * _TURN
             fits = (v >= lower - past) & (v <= upper + past) & np.isnan(best)
             if dk and turning is not None:
                 fits &= turning

@@ -439,7 +439,7 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
     """
     out = []
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
-        if lower <= x <= upper and (not turning or -_HALF_TURN < x - seed <= _HALF_TURN):
+        if lower <= x <= upper and (not turning or -math.pi < x - seed <= math.pi):
             out.append(x)                                            # the common case
             continue
         if not turning:
@@ -456,6 +456,5 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
-_HALF_TURN = math.pi
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3
