@@ -131,14 +131,16 @@ def _parallel(h, i, j):
 @dataclass(frozen=True)
 class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
-    whether snapping changed it (``snapped``) and, for the spherical wrist, which shoulder case
-    applies (``shoulder``: 'parallel' or 'meeting').
+    whether snapping changed it (``snapped``), for the spherical wrist which shoulder case
+    applies (``shoulder``: 'parallel' or 'meeting'), and ``drift`` [m]: how far apart the true
+    and the snapped chain put the tip at most, at any configuration (:func:`_drift`).
     """
 
     name: str
     geometry: Geometry
     snapped: bool
     shoulder: str = ''
+    drift: float = 0.0
 
     @property
     def approximate(self):
@@ -256,9 +258,9 @@ def _classify_one(g):
             h2 = _aligned(h[1], h[1:4])
             new = replace(g, h=np.concatenate([h[:1], h2, h[4:]]),
                           o=np.concatenate([o[:4], [c, c]]))
-            return Family('three_parallel', new, _changed(g, new))
+            return _family('three_parallel', new, g)
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:4]), h[4:]]))
-        return Family('three_parallel_offset', new, _changed(g, new))
+        return _family('three_parallel_offset', new, g)
     c45, c56 = _meet(h, o, 3, 4), _meet(h, o, 4, 5)
     if c45 is None or c56 is None or np.linalg.norm(c45 - c56) > DISTANCE_TOLERANCE:
         return None
@@ -266,11 +268,11 @@ def _classify_one(g):
     o = np.concatenate([o[:3], [c, c, c]])
     if _parallel(h, 1, 2) and not _parallel(h, 0, 1):
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:3]), h[3:]]), o=o)
-        return Family('spherical_wrist', new, _changed(g, new), 'parallel')
+        return _family('spherical_wrist', new, g, 'parallel')
     c12 = _meet(h, o, 0, 1)
     if c12 is not None and not _parallel(h, 1, 2):
         new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
-        return Family('spherical_wrist', new, _changed(g, new), 'meeting')
+        return _family('spherical_wrist', new, g, 'meeting')
     return None
 
 
@@ -279,15 +281,25 @@ def _aligned(h, axes):
     return np.sign(axes @ h)[:, None] * h
 
 
-def _changed(g, new):
-    return not (np.allclose(g.h, new.h, rtol=0, atol=1e-12)
-                and _same_lines(g.o, new.o, new.h))
+def _family(name, new, g, shoulder=''):
+    """The :class:`Family` ``name`` of the geometry ``g`` snapped to ``new``."""
+    moved = np.linalg.norm(cross(new.h, new.o - g.o), axis=1)   # (6,) off each axis's line
+    turned = not np.allclose(g.h, new.h, rtol=0, atol=1e-12)
+    return Family(name, new, turned or moved.max() > 1e-12, shoulder, _drift(turned, moved))
 
 
-def _same_lines(o, o_new, h):
-    """Whether every point moved only along its axis."""
-    d = o_new - o
-    return np.abs(cross(h, d)).max() <= 1e-12
+def _drift(turned, moved):
+    """A bound [m] on the distance between the tip's positions on the true and the snapped
+    chain at any configuration -- their orientations are the same -- when snapping moved the
+    axes' lines only across themselves by ``moved`` (6,) [m], not turned them; else inf.
+
+    With the axes unchanged, only the translations of the joints' motions differ: a turn by
+    ``q`` about the line through ``o`` moves a point by ``(I - R(q)) o``, so moving the line by
+    ``d`` across itself changes that by ``(I - R(q)) d``, at most ``2 |d|``; the motions before
+    it turn that change and those after it do not alter it (as the chain's product of
+    exponentials shows), so the tip's position moves by at most ``2 sum |d_i|``.
+    """
+    return math.inf if turned else 2.0 * float(moved.sum())
 
 
 def _mv(R, v):

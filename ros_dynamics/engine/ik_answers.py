@@ -229,34 +229,52 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     polish`, moving the joints ``active`` (m, bool)), as ``(q, True, (position_error,
     orientation_error))``. A snapped geometry's least-squares branches are polished too (the
     target may be just out of the snapped geometry's reach only), and its solutions may be far
-    off the true ones near a folded elbow; a geometry that was not snapped polishes only its
-    exact branches, and only those that may fit the limits (:data:`POLISH_REACH`).
+    off the true ones near a folded elbow -- but one snapped by so little that its exact
+    branches are within half the tolerances on the true chain anyway (:attr:`~ros_dynamics.
+    engine.ik_analytic.Family.drift`: xArm7's rounded offsets, 2e-6 m) keeps those inside the
+    limits as they are, unchecked (``(q, True)``), and polishes further (to a thousandth of
+    the tolerances) those that may fit them (:data:`POLISH_REACH`: a solution at a limit comes
+    out a snapping past it); a geometry that was not snapped polishes only its exact branches,
+    and only those that may fit the limits.
     """
-    if family.snapped:
-        rows = [q for q, _ in candidates]
+    x_seed = q_seed[chain.moved].tolist()
+    limits = chain.float_limits
+    tolerance = 0.5 * min(p_tol, o_tol)
+    kept = []
+    # Up to this many rows are checked pose by pose first (a third of a batch's cost), often
+    # within: subproblem 6's roots up to three; a snapped geometry's, one only (polished, the
+    # others reach rounding, and a solution at a joint limit, a snapping past it, comes back
+    # onto it).
+    one_by_one = 1
+    if not family.snapped:
+        rows = [q for q, e in candidates
+                if e and _turned_into_limits(q, x_seed, limits, POLISH_REACH) is not None]
+        one_by_one = _ONE_BY_ONE
+    elif family.drift <= tolerance and family.name != 'three_parallel_offset':
+        rows = []
+        for q, e in candidates:
+            if e and _turned_into_limits(q, x_seed, limits) is not None:
+                kept.append((q, True))
+            elif not e or _turned_into_limits(q, x_seed, limits, POLISH_REACH) is not None:
+                rows.append(q)
+        tolerance, one_by_one = 1e-3 * tolerance, 0
     else:
-        x_seed = q_seed[chain.moved].tolist()
-        rows = [q for q, e in candidates if e and _turned_into_limits(
-            q, x_seed, chain.float_limits, POLISH_REACH) is not None]
+        rows = [q for q, _ in candidates]
     if not rows:
-        return []
-    # Each pose alone (a third of a batch's cost), often within: subproblem 6's roots up to
-    # three (a snapped geometry's, one only: polished, the others reach rounding, and a
-    # solution at a joint limit, a snapping past it, comes back onto it).
-    if len(rows) <= (1 if family.snapped else _ONE_BY_ONE):
+        return kept
+    if len(rows) <= one_by_one:
         checked = [(x, True, _errors_one(chain.pose(np.array(x)), T_target)) for x in rows]
         if all(e[0] <= p_tol and e[1] <= o_tol for _, _, e in checked):
             return checked
     X = np.array(rows)
-    # Polished until each component is within half the tolerances (the norms then are): a
-    # slightly snapped geometry's (xArm7's, by 1e-6) need no step. Only branches off by about
-    # a snapping (PAST_SNAPPING), not the least-squares ones of a target out of reach.
-    e = ik_analytic.polish(chain, X, T_target, active, 0.5 * min(p_tol, o_tol),
-                           near=PAST_SNAPPING)
+    # Polished until each component is within ``tolerance`` (half the tolerances: the norms
+    # then are). Only branches off by about a snapping (PAST_SNAPPING), not the least-squares
+    # ones of a target out of reach.
+    e = ik_analytic.polish(chain, X, T_target, active, tolerance, near=PAST_SNAPPING)
     p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
     within = (p_err <= p_tol) & (o_err <= o_tol)
     errors = zip(p_err[within].tolist(), o_err[within].tolist())
-    return [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
+    return kept + [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
 #: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
