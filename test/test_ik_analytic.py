@@ -13,7 +13,7 @@ import pytest
 from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, load
 from scipy.spatial.transform import Rotation
 
-from ros_dynamics.engine import ik_analytic
+from ros_dynamics.engine import ik_analytic, ik_answers
 from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.ik_search import error_norms, pose_error
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4, sp6, sp6_one
@@ -728,26 +728,39 @@ def test_a_snapped_geometrys_drift_bounds_how_far_it_moves_the_tip(case, tmp_pat
     assert 0.2 * family.drift < farthest <= family.drift
 
 
-@pytest.mark.parametrize('case', ['xarm7', 'ur5'])
-def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, tmp_path):
+@pytest.mark.parametrize('case', ['xarm7', 'ur5', 'xarm7 held'])
+def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, tmp_path,
+                                                                         monkeypatch):
     """A geometry snapped by so little that its drift is within half the tolerances keeps its
-    exact solutions unchecked (xArm7 to its sixth link, by 2e-6 m; a UR5 with its joint
-    origins calibrated by 2e-7 m): every one, checked with Pinocchio, reaches the target within
-    the drift, from inside the limits, and the target's own configuration is among them.
+    exact solutions unchecked (xArm7 to its sixth link, by 2e-6 m, and to its tool with the
+    last joint held; a UR5 with its joint origins calibrated by 2e-7 m): every one, checked
+    with Pinocchio, reaches the target within the drift, from inside the limits, and the
+    target's own configuration is among them. Its scalar solve leaves out early the branches
+    outside the limits: the answers are those of the solve that does not.
     """
-    if case == 'xarm7':
-        arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link6')
-    else:
+    if case == 'ur5':
         arm = Arm(calibrated(UR5, tmp_path, 0.0, 2e-7, 23), 'tool0')
-    family = arm.solver.family(arm.tip)
+    else:
+        arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link_eef' if 'held' in case
+                  else 'link6')
+    solver = arm.solver
+    chain = solver.chain(arm.tip)
+    held = solver._held_joints(chain) if 'held' in case else None
+    family = held.family if held else solver.family(arm.tip)
     assert family.snapped and 1e-7 < family.drift <= 0.5e-5
-    model, moved = arm.model, arm.solver.chain(arm.tip).moved
+    model, moved = arm.model, chain.moved
     rng = np.random.default_rng(24)
     for _ in range(200):
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        if held:        # the target's value of the held joint (no seed table: the one tried)
+            seed[moved[held.held]] = q_true[moved[held.held]]
         T = arm.pose(q_true)
-        result = arm.solver.solve(arm.tip, T, seed)
+        result = solver.solve(arm.tip, T, seed)
         assert result.success and result.method.startswith('analytic')
+        with monkeypatch.context() as m:
+            m.setattr(ik_answers, '_pruned', lambda *_: False)
+            unpruned = solver.solve(arm.tip, T, seed)
+        np.testing.assert_array_equal(result.solutions, unpruned.solutions)
         for q in result.solutions:
             T_q = arm.pose(q)
             assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= family.drift + 1e-12

@@ -55,8 +55,10 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     x_seed = q_seed[chain.moved]
     if active is None:
         # A geometry that was not snapped leaves out early the branches that no polishing
-        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off.
-        limits = None if family.snapped else _past(chain.float_limits, POLISH_REACH)
+        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off,
+        # unless its exact ones are kept as they are.
+        limits = _past(chain.float_limits, POLISH_REACH) if _pruned(family, p_tol, o_tol) \
+            else None
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = family.any_singular(q for q, _ in candidates)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
@@ -150,9 +152,9 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
         if result is not None:
             return result
-        # The six joints' limits: their branches outside are left out early (not snapped).
-        limits = None if held.family.snapped else _past(
-            [limit for limit, free in zip(chain.float_limits, held.free) if free], POLISH_REACH)
+        # The six joints' limits: their branches outside are left out early (as above).
+        limits = _past([limit for limit, free in zip(chain.float_limits, held.free) if free],
+                       POLISH_REACH) if _pruned(held.family, p_tol, o_tol) else None
         for values in _held_order(held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                max_solutions, method, limits)
@@ -250,7 +252,7 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
         rows = [q for q, e in candidates
                 if e and _turned_into_limits(q, x_seed, limits, POLISH_REACH) is not None]
         one_by_one = _ONE_BY_ONE
-    elif family.drift <= tolerance and family.name != 'three_parallel_offset':
+    elif _unchecked(family, p_tol, o_tol):
         rows = []
         for q, e in candidates:
             if e and _turned_into_limits(q, x_seed, limits) is not None:
@@ -275,6 +277,23 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     within = (p_err <= p_tol) & (o_err <= o_tol)
     errors = zip(p_err[within].tolist(), o_err[within].tolist())
     return kept + [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
+
+
+def _unchecked(family, p_tol, o_tol):
+    """Whether the exact solutions of ``family`` reach their targets on the true chain within
+    half the tolerances as they come: its roots are not numerical (subproblem 6's), and its
+    :attr:`~ros_dynamics.engine.ik_analytic.Family.drift` (zero unless snapped) is within.
+    """
+    return family.drift <= 0.5 * min(p_tol, o_tol) and family.name != 'three_parallel_offset'
+
+
+def _pruned(family, p_tol, o_tol):
+    """Whether the scalar solve of ``family`` may leave out the branches that no whole turn
+    brings within :data:`POLISH_REACH` of the limits: polishing takes none of them inside --
+    unless the geometry was snapped and its solutions are checked (:func:`_polished`): those
+    may be far off the true ones, near a singularity.
+    """
+    return not family.snapped or _unchecked(family, p_tol, o_tol)
 
 
 #: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
