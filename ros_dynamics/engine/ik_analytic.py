@@ -433,7 +433,11 @@ def polish(chain, X, T_targets, active, tolerance, settle=True, near=None):
     1.4e-3, then 1e-16 in four more, on a calibrated UR5).
     """
     T_targets = np.asarray(T_targets)
-    e = pose_error(chain.poses(X), T_targets) if len(X) else np.empty((0, 6))
+    if not len(X):
+        return np.empty((0, 6))
+    # The Jacobians with the poses: a call that steps evaluates the chain once less.
+    T, JT = chain.evaluate(X)
+    e = pose_error(T, T_targets)
     size = np.abs(e).max(axis=1)
     limit = POLISH_NEAR if near is None else near
     near_rows = size < limit                                       # NaN rows are not
@@ -443,7 +447,7 @@ def polish(chain, X, T_targets, active, tolerance, settle=True, near=None):
     W, E, best = X[rows], e[rows], size[rows]      # the rows polished, at their best so far
     best_W, best_E = W.copy(), E.copy()
     alive = np.arange(len(rows))
-    JT = chain.evaluate(W)[1]
+    JT = JT[rows]
     for _ in range(POLISH_STEPS):
         W[alive] += _gauss_newton_step(JT, E[alive], active)
         T, JT = chain.evaluate(W[alive])
