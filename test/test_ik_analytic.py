@@ -772,6 +772,34 @@ def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, 
                    for q in result.solutions)
 
 
+def test_a_branch_a_hair_out_of_reach_taken_as_exact_at_a_tangency_is_checked():
+    """A subproblem takes a target a hair out of a branch's reach (its cosine up to 1e-9 past
+    one) as exact, at the tangency -- the angle then as much as 4e-5 rad off. Its two roots
+    are one: the branch comes twice, and is checked before it is answered. The target (a
+    review's, xArm7 to link6 near a singular configuration, moved to where a branch stops being
+    exact) had two such solutions 2.7e-5 m off answered unchecked.
+    """
+    arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link6')
+    T = np.array([[0.7533961354029631, -0.643262778923659, -0.1364084323320733,
+                   0.6179113475794203],
+                  [-0.6573995135675486, -0.741500491296389, -0.13417488948520145,
+                   0.07556952126822654],
+                  [-0.01483720731917731, 0.19076168026788684, -0.98152424250262,
+                   0.17082582372427127],
+                  [0.0, 0.0, 0.0, 1.0]])
+    q_bad = np.array([-3.106957883177543, -1.7281392116613814, 1.6107043351611408,
+                      -3.055498867983406, -0.1702780481949123, 2.417502926350848, 0.0])
+    candidates = arm.solver.family('link6').solve_one(T[:3, :3], T[:3, 3])
+    twice = [q for q, e in candidates if e and np.allclose(q, q_bad[:6], atol=1e-9)]
+    assert len(twice) == 2
+    assert np.linalg.norm(arm.pose(q_bad)[:3, 3] - T[:3, 3]) > 2e-5
+    for seed in (arm.model.middle_configuration(), q_bad + 0.01):
+        result = arm.solver.solve('link6', T, seed)
+        assert result.success
+        for q in result.solutions:
+            assert_solves(arm, q, T, 1e-5)
+
+
 def test_a_calibrated_arm_near_a_singularity_keeps_the_branch_next_to_the_seed(tmp_path):
     """Panda calibrated by 2e-5 rad and 6e-6 m (its last joint held), its shoulder 1.8e-4 rad
     from the singularity and its first joint near its limit (a review's case): the snapped

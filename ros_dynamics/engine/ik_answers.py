@@ -368,7 +368,8 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     is inside, those a tangency's rounding puts a hair past a limit are clipped in -- not a
     snapped geometry's, polished only to the tolerance: past a limit by a snapping, they go
     the general way, which polishes them to rounding (a clipped one of another branch won
-    over the seed's own there).
+    over the seed's own there). A solution that comes twice, unchecked, is checked (a
+    tangency's).
     """
     x_seed = q_seed[chain.moved].tolist()
     limits = chain.float_limits
@@ -386,6 +387,7 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
                 ranked.append((math.dist(x, x_seed), x, (errors,)))
     ranked.sort(key=lambda r: r[0])
     found, distances, checked = [], [], []
+    twins = set()
     for d, x, errors in ranked:
         # A same solution is as far from the seed (within _DISTINCT): compare only those, the
         # last ones kept.
@@ -396,6 +398,16 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
             found.append(x)
             distances.append(d)
             checked.append(errors)
+        elif not checked[k]:
+            twins.add(k)
+    if twins:
+        # Two branches as one: a subproblem's two roots met, at a tangency -- where a target a
+        # hair out of that branch's reach (a ratio up to 1e-9 past one) still counts as exact,
+        # the angle then as much as 4e-5 rad off. Checked on the chain.
+        for k in twins:
+            checked[k] = (_errors_one(chain.pose(np.array(found[k])), T_target),)
+        kept = [k for k, e in enumerate(checked) if not e or e[0][0] <= p_tol and e[0][1] <= o_tol]
+        found, checked = [found[k] for k in kept], [checked[k] for k in kept]
     if not found:
         return None
     found = found[:max_solutions] if max_solutions else found
