@@ -234,7 +234,8 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     off the true ones near a folded elbow -- but one snapped by so little that its exact
     branches are within half the tolerances on the true chain anyway (:attr:`~ros_dynamics.
     engine.ik_analytic.Family.drift`: xArm7's rounded offsets, 2e-6 m) keeps those inside the
-    limits as they are, unchecked (``(q, True)``), and polishes further (to a thousandth of
+    limits as they are, unchecked (``(q, True)``; a tangency's, up to 3e-5 m off, come twice
+    and :func:`_ranked_one` checks them), and polishes further (to a thousandth of
     the tolerances) those that may fit them (:data:`POLISH_REACH`: a solution at a limit comes
     out a snapping past it); a geometry that was not snapped polishes only its exact branches,
     and only those that may fit the limits.
