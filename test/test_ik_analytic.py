@@ -800,6 +800,31 @@ def test_a_branch_a_hair_out_of_reach_taken_as_exact_at_a_tangency_is_checked():
             assert_solves(arm, q, T, 1e-5)
 
 
+def test_a_solution_clipped_into_its_limits_is_checked_again(tmp_path):
+    """A Z1 whose joint origins are calibrated by 1e-6 m, asked at 1e-9 for a target with two
+    joints at their limits (a review's case): its solution came out 1e-9 past a limit, was
+    clipped in, and answered with the errors of the unclipped one -- 3e-16 rad reported,
+    1.03e-9 rad by Pinocchio. Every answer's errors are now its own, within the tolerances.
+    """
+    arm = Arm(calibrated(Z1, tmp_path, 0.0, 1e-6, 7), 'gripperStator')
+    q_true = np.array([1.2133943900268624, 0.0, -2.8797932657906435, -1.5184364492350666,
+                       -0.3471337403230387, 0.21952117623020895, -0.13294771164313102])
+    seed = np.array([-1.0002370805520973, 2.5350468708327565, -1.0511696185540635,
+                     0.24735838526621, -1.254841026551686, 1.2858295366505819,
+                     -1.5023138977014896])
+    assert q_true[1] == arm.model.lower_limits[1]
+    T = arm.pose(q_true)
+    result = arm.solver.solve('gripperStator', T, seed, position_tolerance=1e-9,
+                              orientation_tolerance=1e-9)
+    assert result.success
+    e = pose_error(arm.pose(result.q), T)
+    assert abs(np.linalg.norm(e[:3]) - result.position_error) < 1e-12
+    assert abs(np.linalg.norm(e[3:]) - result.orientation_error) < 1e-12
+    for q in result.solutions:
+        e = pose_error(arm.pose(q), T)
+        assert np.linalg.norm(e[:3]) <= 1e-9 and np.linalg.norm(e[3:]) <= 1e-9
+
+
 def test_a_calibrated_arm_near_a_singularity_keeps_the_branch_next_to_the_seed(tmp_path):
     """Panda calibrated by 2e-5 rad and 6e-6 m (its last joint held), its shoulder 1.8e-4 rad
     from the singularity and its first joint near its limit (a review's case): the snapped

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ik_analytic, ik_held
 from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
-from .ik_search import from_seed, pose_error
+from .ik_search import error_norms, from_seed, pose_error
 from .ik_seeds import feature_distance2
 
 
@@ -93,7 +93,7 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
                         f'target; the nearest has position error {p:.3g} m, orientation error '
                         f'{o:.3g} rad', method=method), singular
     return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method,
-                  active), singular
+                  T_target, (p_tol, o_tol), active), singular
 
 
 def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions):
@@ -317,16 +317,28 @@ def _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_sol
     ok = (p_err <= p_tol) & (o_err <= o_tol)
     if not ok.any():
         return None
-    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method)
+    return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method,
+                  T_target, (p_tol, o_tol))
 
 
-def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, active=None):
+def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, T_target, tolerances,
+           active=None):
     """An :class:`IKResult` of the solutions ``X`` (k, m) of ``chain.moved`` (their errors
-    (k,)), moved into the limits, distinct, nearest the seed first; None when none is inside.
-    Joints outside ``active`` (a mask, None for all active) keep the seed's values.
+    (k,) against ``T_target`` (4, 4)), moved into the limits, distinct, nearest the seed first;
+    None when none is inside. One clipped in (a hair past a limit) is checked again against
+    the ``(position, orientation)`` tolerances. Joints outside ``active`` (a mask, None for
+    all active) keep the seed's values.
     """
     x_seed = q_seed[chain.moved]
-    X, inside = ik_analytic.in_limits(X, x_seed, *joint_bounds(model, chain, x_seed, active))
+    moved, inside = ik_analytic.in_limits(X, x_seed, *joint_bounds(model, chain, x_seed, active))
+    d = moved - X                                     # whole turns, unless clipped
+    clipped = inside & np.any(np.abs(d - _TURN * np.round(d / _TURN)) > _CLIPPED, axis=1)
+    X = moved
+    if clipped.any():
+        p_err, o_err = p_err.copy(), o_err.copy()
+        p_err[clipped], o_err[clipped] = error_norms(
+            chain.poses(X[clipped]), np.broadcast_to(T_target, (int(clipped.sum()), 4, 4)))
+        inside &= (p_err <= tolerances[0]) & (o_err <= tolerances[1])
     if not inside.any():
         return None
     X, p_err, o_err = X[inside], p_err[inside], o_err[inside]
@@ -378,7 +390,12 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     for candidate in candidates:
         x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
         if x is not None:
-            ranked.append((math.dist(x, x_seed), x, candidate[2:]))
+            errors = candidate[2:]
+            if errors and tuple(x) != candidate[0] and any(
+                    abs(a - b - _TURN * round((a - b) / _TURN)) > _CLIPPED
+                    for a, b in zip(x, candidate[0])):
+                errors = ()                      # clipped in: checked again if it ranks first
+            ranked.append((math.dist(x, x_seed), x, errors))
     if not ranked and clip:              # a hair past a limit at a tangency: confirmed, clipped
         for candidate in candidates:
             x = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
@@ -506,5 +523,8 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
+#: [rad or m] A solution moved by more than this, beyond whole turns, was clipped into its
+#: limits (by up to LIMIT_SLACK): its errors are those of another configuration.
+_CLIPPED = 1e-12
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3
