@@ -381,25 +381,23 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     is inside, those a tangency's rounding puts a hair past a limit are clipped in -- not a
     snapped geometry's, polished only to the tolerance: past a limit by a snapping, they go
     the general way, which polishes them to rounding (a clipped one of another branch won
-    over the seed's own there). A solution that comes twice, unchecked, is checked (a
-    tangency's).
+    over the seed's own there). A solution clipped into the limits, or that comes twice
+    unchecked (a tangency's), is checked on the chain.
     """
     x_seed = q_seed[chain.moved].tolist()
     limits = chain.float_limits
     ranked = []
     for candidate in candidates:
-        x = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
-        if x is not None:
-            errors = candidate[2:]
-            if errors and tuple(x) != candidate[0] and any(
-                    abs(a - b - _TURN * round((a - b) / _TURN)) > _CLIPPED
-                    for a, b in zip(x, candidate[0])):
-                errors = ()                      # clipped in: checked again if it ranks first
-            ranked.append((math.dist(x, x_seed), x, errors))
+        turned = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
+        if turned is not None:
+            x, clipped = turned
+            # A clipped one's pose moved: checked below (None), its errors are another's.
+            ranked.append((math.dist(x, x_seed), x, None if clipped else candidate[2:]))
     if not ranked and clip:              # a hair past a limit at a tangency: confirmed, clipped
         for candidate in candidates:
-            x = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
+            turned = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
                 if candidate[1] else None
+            x = turned and turned[0]
             errors = _errors_one(chain.pose(np.array(x)), T_target) if x is not None else None
             if errors is not None and errors[0] <= p_tol and errors[1] <= o_tol:
                 ranked.append((math.dist(x, x_seed), x, (errors,)))
@@ -418,10 +416,11 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
             checked.append(errors)
         elif not checked[k]:
             twins.add(k)
+    # Checked on the chain: a clipped solution, and two branches as one -- a subproblem's two
+    # roots met, at a tangency, where a target a hair out of that branch's reach (a ratio up
+    # to 1e-9 past one) still counts as exact, the angle then as much as 4e-5 rad off.
+    twins.update(k for k, e in enumerate(checked) if e is None)
     if twins:
-        # Two branches as one: a subproblem's two roots met, at a tangency -- where a target a
-        # hair out of that branch's reach (a ratio up to 1e-9 past one) still counts as exact,
-        # the angle then as much as 4e-5 rad off. Checked on the chain.
         for k in twins:
             checked[k] = (_errors_one(chain.pose(np.array(found[k])), T_target),)
         kept = [k for k, e in enumerate(checked) if not e or e[0][0] <= p_tol and e[0][1] <= o_tol]
@@ -502,9 +501,10 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
     """``q`` (floats) with each angle moved by the whole turns nearest its seed (``x_seed``)
     inside its ``limits`` ((lower, upper, turning) triples; as
     :func:`~ros_dynamics.engine.ik_analytic.in_limits`, up to ``slack`` past a limit clipped
-    in), a slide inside as it is, or None.
+    in), a slide inside as it is -- and whether an angle was clipped (the pose then moved) --
+    or None.
     """
-    out = []
+    out, clipped = [], False
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
         if lower <= x <= upper and (not turning or -math.pi < x - seed <= math.pi):
             out.append(x)                                            # the common case
@@ -515,11 +515,13 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
         for dk in (0, -1, 1):
             v = x + (k + dk) * _TURN
             if lower - slack <= v <= upper + slack:
-                out.append(min(max(v, lower), upper))
+                if not lower <= v <= upper:
+                    v, clipped = min(max(v, lower), upper), True
+                out.append(v)
                 break
         else:
             return None
-    return out
+    return out, clipped
 
 
 _TURN = 2.0 * math.pi
