@@ -583,6 +583,61 @@ def test_an_offset_wrist_has_up_to_eight_solutions_every_one_eaiks(offset_wrist)
     assert sum(counts) >= total_eaik and max(counts) == 8 and np.mean(counts) > 4
 
 
+@pytest.mark.parametrize('family, axes', [
+    ('three_parallel', ['0 0 1', '0 1 0', '0 -1 0', '0 1 0', '0 0 1', '0 1 0']),
+    ('three_parallel', ['0 0 1', '0 1 0', '0 1 0', '0 -1 0', '0 0 1', '0 1 0']),
+    ('three_parallel_offset', ['0 0 1', '0 -1 0', '0 1 0', '0 -1 0', '0 0 1', '1 0 0']),
+    ('three_parallel_offset', ['0 0 1', '0 1 0', '0 -1 0', '0 -1 0', '0 0 1', '1 0 0'])],
+    ids=['knee against', 'wrist against', 'shoulder against', 'two against'])
+def test_three_parallel_axes_turning_against_each_other_are_solved(family, axes, tmp_path):
+    """Parallel axes 2, 3 and 4 need not point the same way (Centauro's knees turn against its
+    hips): angle 4 follows from their sum with each one's sign. Every solution, of the scalar
+    and of the batched solve, checked with Pinocchio; the target's own configuration among them.
+    Axes 5 and 6 meet in the first two arms, are apart in the others.
+    """
+    origins = ['0 0 0.1', '0.05 0.1 0.2', '0.4 -0.02 0.03', '0.35 0.03 0', '0.05 0.08 0.02',
+               '0 0 0.07' if family == 'three_parallel' else '0.07 0.02 -0.05']
+    path = tmp_path / 'against.urdf'
+    path.write_text(_six_joint_urdf('against', [(o, a, 3.14159) for o, a in zip(origins, axes)]))
+    arm = Arm(str(path), 'tool')
+    f = arm.solver.family('tool')
+    assert f.name == family and not f.snapped
+    rng = np.random.default_rng(16)
+    for _ in range(50):
+        q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        T = arm.pose(q_true)
+        result = arm.solver.solve('tool', T, seed)
+        assert result.success and result.method == f'analytic {family}'
+        for q in result.solutions:
+            assert_solves(arm, q, T)
+        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q, q_true))
+                   for q in result.solutions)
+        Q, exact = f.solve(T[None, :3, :3], T[None, :3, 3])
+        rows = Q[0][exact[0]]
+        assert len(rows) >= len(result.solutions)
+        for q in rows:
+            assert_solves(arm, q, T)
+
+
+def test_centauros_leg_is_solved_in_closed_form():
+    """Centauro's leg (hip yaw, hip, knee and ankle pitch -- the knee's axis against the
+    others' -- ankle yaw, wheel): every answer analytic, checked with Pinocchio.
+    """
+    arm = Arm(erd('centauro_description/urdf/centauro.urdf'), 'wheel_1')
+    assert arm.solver.family('wheel_1').name == 'three_parallel'
+    moved = arm.solver.chain('wheel_1').moved
+    rng = np.random.default_rng(17)
+    for _ in range(50):
+        q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        T = arm.pose(q_true)
+        result = arm.solver.solve('wheel_1', T, seed)
+        assert result.success and result.method == 'analytic three_parallel'
+        for q in result.solutions:
+            assert_solves(arm, q, T)
+        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q[moved], q_true[moved]))
+                   for q in result.solutions)
+
+
 def test_an_offset_wrist_at_its_singularity_stays_and_solves(offset_wrist):
     """Joint 5 at pi/2 turns axis 6 onto the parallel axes: a robot there asked for where it is
     stays; from elsewhere the pose is reached.

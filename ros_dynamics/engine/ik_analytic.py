@@ -161,6 +161,8 @@ class Family:
                 'p6T': tuple((g.p0 - o[5]).tolist()), 'R0T': g.R0.T.copy(),
                 'w2': tuple(_perpendicular(g.h[1]).tolist()),
                 'w6': tuple(_perpendicular(g.h[5]).tolist()),
+                # axes 3 and 4 along (+1) or against (-1) axis 2 (three parallel axes)
+                's34': tuple(math.copysign(1.0, float(g.h[1] @ g.h[k])) for k in (2, 3)),
                 # Rodrigues' terms of rot(h1, .) h2 and rot(h5, .) h2 (three_parallel_offset)
                 'h1h2': (tuple(cross(g.h[0], g.h[1]).tolist()), float(g.h[0] @ g.h[1])),
                 'h5h2': (tuple(cross(g.h[4], g.h[1]).tolist()), float(g.h[4] @ g.h[1]))}
@@ -336,11 +338,21 @@ def _three_parallel(g, R, p, _shoulder):
     q2 = sp1(y, x1[:, :, :, None], h[1])                           # (N, 2, 2, 2)
     shape = (N, 2, 2, 2)
     Q = np.stack([np.broadcast_to(q1[:, :, None, None], shape), q2, q3,
-                  q14[..., None] - q2 - q3,
+                  _fourth(g.h, q14[..., None], q2, q3),
                   np.broadcast_to(q5[..., None], shape), np.broadcast_to(q6[..., None], shape)],
                  axis=-1)
     exact = e1[:, None, None, None] & e5[:, :, None, None] & e3[..., None]
     return Q.reshape(N, 8, 6), np.broadcast_to(exact, shape).reshape(N, 8)
+
+
+def _fourth(h, q14, q2, q3):
+    """Angle 4 of three parallel axes 2, 3 and 4 (``h`` (6, 3), axes 3 and 4 each along or
+    against axis 2) whose turns add up to ``q14`` about axis 2: ``rot(h2, q2) rot(h3, q3)
+    rot(h4, q4) = rot(h2, q2 + s3 q3 + s4 q4)`` with ``s = +-1`` (Centauro's legs turn their
+    knees against their hips).
+    """
+    s3, s4 = np.sign(h[[2, 3]] @ h[1])
+    return s4 * (q14 - q2 - s3 * q3)
 
 
 def _three_parallel_offset(g, R, p, _shoulder):
@@ -374,7 +386,8 @@ def _three_parallel_offset(g, R, p, _shoulder):
     y = p23 + rotate(h[2], q3, p34)                                # (N, 4, 2, 3)
     q2 = sp1(y, x1[:, :, None], hh)                                # (N, 4, 2)
     shape = (N, 4, 2)
-    Q = np.stack([np.broadcast_to(q1[..., None], shape), q2, q3, q14[..., None] - q2 - q3,
+    Q = np.stack([np.broadcast_to(q1[..., None], shape), q2, q3,
+                  _fourth(g.h, q14[..., None], q2, q3),
                   np.broadcast_to(q5[..., None], shape), np.broadcast_to(q6[..., None], shape)],
                  axis=-1)
     exact = np.broadcast_to((e15 & e3)[..., None], shape)
@@ -542,6 +555,7 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only, limits, singular_q5):
     """
     l1, l2, l3, l4, l5, l6 = limits
     h1, h2, h3, _, h5, h6 = v['h']
+    s3, s4 = v['s34']
     p12, p23, p34, p45, _ = v['p']
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
     d1 = dot3(h2, _add(_add(p12, p23), _add(p34, p45)))
@@ -588,7 +602,8 @@ def _three_parallel_one(v, R06, p, _shoulder, exact_only, limits, singular_q5):
                 if prune and l3 and _misses(q3, l3):
                     continue
                 q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
-                out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e1 and e5 and e3))
+                out.append(((q1, q2, q3, s4 * (q14 - q2 - s3 * q3), q5, q6),
+                            e1 and e5 and e3))
     return out
 
 
@@ -664,6 +679,7 @@ def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only, limits, singula
     """
     l1, l2, l3, l4, l5, l6 = limits
     h1, h2, h3, _, h5, h6 = v['h']
+    s3, s4 = v['s34']
     p12, p23, p34, p45, p56 = v['p']
     x = _sub(_sub(p, _apply(R06, v['p6T'])), v['p01'])
     d = dot3(h2, _add(_add(p12, p23), _add(p34, p45)))
@@ -699,7 +715,7 @@ def _three_parallel_offset_one(v, R06, p, _shoulder, exact_only, limits, singula
             if prune and l3 and _misses(q3, l3):
                 continue
             q2 = sp1_one(_add(p23, rotate3(h3, q3, p34)), x1, h2)
-            out.append(((q1, q2, q3, q14 - q2 - q3, q5, q6), e15 and e3))
+            out.append(((q1, q2, q3, s4 * (q14 - q2 - s3 * q3), q5, q6), e15 and e3))
     return out
 
 
