@@ -203,6 +203,23 @@ def assert_solves(arm, q, T, tol=1e-9):
     assert np.abs(T_q[:3, :3] - T[:3, :3]).max() < tol
 
 
+def solved_at_random(arm, tip, family, rng):
+    """A target from a random configuration and the answer from a random seed: analytic by
+    ``family``, every solution reaching the target (Pinocchio), the target's own configuration
+    among them (modulo whole turns). ``(T, result)``.
+    """
+    moved = arm.solver.chain(tip).moved
+    q_true, seed = arm.random_q(rng), arm.random_q(rng)
+    T = arm.pose(q_true)
+    result = arm.solver.solve(tip, T, seed)
+    assert result.success and result.method == f'analytic {family}'
+    for q in result.solutions:
+        assert_solves(arm, q, T)
+    assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q[moved], q_true[moved]))
+               for q in result.solutions)
+    return T, result
+
+
 @pytest.fixture(scope='module', params=ANALYTIC, ids=lambda a: a[0].split('/')[-1][:-5])
 def arm(request):
     relative, tip, family = request.param
@@ -563,14 +580,7 @@ def test_an_offset_wrist_has_up_to_eight_solutions_every_one_eaiks(offset_wrist)
     rng = np.random.default_rng(15)
     counts, total_eaik = [], 0
     for _ in range(100):
-        q_true, seed = arm.random_q(rng), arm.random_q(rng)
-        T = arm.pose(q_true)
-        result = arm.solver.solve('tool', T, seed)
-        assert result.success and result.method == 'analytic three_parallel_offset'
-        for q in result.solutions:
-            assert_solves(arm, q, T)
-        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q, q_true))
-                   for q in result.solutions)
+        T, result = solved_at_random(arm, 'tool', 'three_parallel_offset', rng)
         pose = T.copy()
         pose[:3, :3] = T[:3, :3] @ R_tool.T
         sol = robot.IK(pose)
@@ -604,14 +614,7 @@ def test_three_parallel_axes_turning_against_each_other_are_solved(family, axes,
     assert f.name == family and not f.snapped
     rng = np.random.default_rng(16)
     for _ in range(50):
-        q_true, seed = arm.random_q(rng), arm.random_q(rng)
-        T = arm.pose(q_true)
-        result = arm.solver.solve('tool', T, seed)
-        assert result.success and result.method == f'analytic {family}'
-        for q in result.solutions:
-            assert_solves(arm, q, T)
-        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q, q_true))
-                   for q in result.solutions)
+        T, result = solved_at_random(arm, 'tool', family, rng)
         Q, exact = f.solve(T[None, :3, :3], T[None, :3, 3])
         rows = Q[0][exact[0]]
         assert len(rows) >= len(result.solutions)
@@ -625,17 +628,9 @@ def test_centauros_leg_is_solved_in_closed_form():
     """
     arm = Arm(erd('centauro_description/urdf/centauro.urdf'), 'wheel_1')
     assert arm.solver.family('wheel_1').name == 'three_parallel'
-    moved = arm.solver.chain('wheel_1').moved
     rng = np.random.default_rng(17)
     for _ in range(50):
-        q_true, seed = arm.random_q(rng), arm.random_q(rng)
-        T = arm.pose(q_true)
-        result = arm.solver.solve('wheel_1', T, seed)
-        assert result.success and result.method == 'analytic three_parallel'
-        for q in result.solutions:
-            assert_solves(arm, q, T)
-        assert any(all(same_angle(a, b, 1e-6) for a, b in zip(q[moved], q_true[moved]))
-                   for q in result.solutions)
+        solved_at_random(arm, 'wheel_1', 'three_parallel', rng)
 
 
 def test_an_offset_wrist_at_its_singularity_stays_and_solves(offset_wrist):
