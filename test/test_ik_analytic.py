@@ -652,6 +652,35 @@ def test_an_offset_wrist_at_its_singularity_stays_and_solves(offset_wrist):
         assert_solves(arm, result.q, T, 1e-5)
 
 
+def test_polish_returns_each_rows_own_errors_stepped_or_not(tmp_path):
+    """Rows a snapping off are polished to the tolerance; rows far off (a branch turned by
+    more than 2.5 rad) and NaN ones are left as they are. The errors returned are each row's
+    own, as :func:`pose_error` gives them against Pinocchio's pose -- the rotation's axis too,
+    past 2.5 rad -- and the same with one target as with a target per row.
+    """
+    arm = Arm(calibrated(UR5, tmp_path, 1e-3, 3e-4, 19), 'tool0')
+    chain = arm.solver.chain('tool0')
+    rng = np.random.default_rng(21)
+    q = arm.random_q(rng)
+    T = arm.pose(q)
+    X = np.repeat(q[chain.moved][None], 4, axis=0)
+    X[1] += 2e-3 * rng.uniform(-1.0, 1.0, 6)                # a snapping off: polished
+    X[2, 5] += np.pi - 1e-9                 # a half turn about the last axis: far, its axis lost
+    X[3] = np.nan
+    X_one, X_each = X.copy(), X.copy()
+    e_one = ik_analytic.polish(chain, X_one, T, np.ones(6, dtype=bool), 1e-9)
+    e_each = ik_analytic.polish(chain, X_each, np.repeat(T[None], 4, axis=0),
+                                np.ones(6, dtype=bool), 1e-9)
+    np.testing.assert_allclose(X_one[:3], X_each[:3], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e_one[:3], e_each[:3], rtol=0, atol=1e-12)
+    assert np.abs(e_one[:2]).max() < 1e-9 and np.isnan(e_one[3]).all()
+    np.testing.assert_array_equal(X_one[2], X[2])
+    for k in range(3):
+        np.testing.assert_allclose(e_one[k], pose_error(arm.pose(X_one[k]), T), rtol=0,
+                                   atol=1e-12)
+    assert np.linalg.norm(e_one[2, 3:]) > 2.5
+
+
 def test_a_calibrated_description_is_recognised_snapped_and_polished(tmp_path):
     """A UR5 whose joint axes are a few 1e-4 rad and its offsets 1e-4 m off their nominal
     values (as a calibrated description is) is still solved analytically, to 1e-10.

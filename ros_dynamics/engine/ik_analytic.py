@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 
 from .ik_chain import LIMIT_SLACK
-from .ik_search import pose_error
+from .ik_search import PoseError, pose_error
 from .rotations import cross
 from .subproblems import (
     dot3,
@@ -448,45 +448,66 @@ def polish(chain, X, T_targets, active, tolerance, settle=True, near=None):
     T_targets = np.asarray(T_targets)
     if not len(X):
         return np.empty((0, 6))
+    # One target: its error matrix built once (pose_error's; the axes of errors past 2.5 rad,
+    # of rows that never step, are refined at the end).
+    error = PoseError(T_targets) if T_targets.ndim == 2 else None
+    every = bool(active.all())
     # The Jacobians with the poses: a call that steps evaluates the chain once less.
-    T, JT = chain.evaluate(X)
-    e = pose_error(T, T_targets)
+    T0, JT = chain.evaluate(X)
+    e = error(T0) if error is not None else pose_error(T0, T_targets)
     size = np.abs(e).max(axis=1)
     limit = POLISH_NEAR if near is None else near
     near_rows = size < limit                                       # NaN rows are not
     if not np.any(near_rows & (size > tolerance)):
-        return e
+        return _refined(e, T0, T_targets, error)
     rows = np.flatnonzero(near_rows if settle else near_rows & (size > tolerance))
     W, E, best = X[rows], e[rows], size[rows]      # the rows polished, at their best so far
     best_W, best_E = W.copy(), E.copy()
     alive = np.arange(len(rows))
     JT = JT[rows]
     for _ in range(POLISH_STEPS):
-        W[alive] += _gauss_newton_step(JT, E[alive], active)
-        T, JT = chain.evaluate(W[alive])
-        E[alive] = pose_error(T, T_targets if T_targets.ndim == 2 else T_targets[rows[alive]])
-        new = np.abs(E[alive]).max(axis=1)
+        w = W[alive] + _gauss_newton_step(JT, E[alive], None if every else active)
+        T, JT = chain.evaluate(w)
+        new_E = error(T) if error is not None else pose_error(T, T_targets[rows[alive]])
+        W[alive], E[alive] = w, new_E
+        new = np.abs(new_E).max(axis=1)
         better = new < best[alive]
         settled = best[alive] <= tolerance
         won = alive[better]
-        best_W[won], best_E[won], best[won] = W[won], E[won], new[better]
+        best_W[won], best_E[won], best[won] = w[better], new_E[better], new[better]
         going = ~(settled & ~better) & (new < limit)
-        alive, JT = alive[going], JT[going]
+        if not going.all():
+            alive, JT = alive[going], JT[going]
         if not np.any(best[alive] > tolerance):
             break
     X[rows], e[rows] = best_W, best_E
+    return _refined(e, T0, T_targets, error)
+
+
+def _refined(e, T, T_target, error):
+    """The errors ``e`` (B, 6) of :func:`polish` against one target (``error``, a
+    :class:`~ros_dynamics.engine.ik_search.PoseError`; None: as they are), with the axes of
+    those past 2.5 rad -- never stepped, their poses still ``T`` (B, 4, 4) -- recomputed as
+    :func:`~ros_dynamics.engine.ik_search.pose_error` does.
+    """
+    if error is not None:
+        far = np.einsum('ij,ij->i', e[:, 3:], e[:, 3:]) > 2.5 ** 2
+        if far.any():
+            e[far] = pose_error(T[far], T_target)
     return e
 
 
 def _gauss_newton_step(JT, e, active):
     """Gauss-Newton steps (B, m) of rows with transposed Jacobians ``JT`` (B, m, 6) and pose
-    errors ``e`` (B, 6), moving the six joints ``active`` (m, bool).
+    errors ``e`` (B, 6), moving the six joints ``active`` (m, bool; None: all six).
     """
-    J = JT[:, active].transpose(0, 2, 1)                        # (B, 6, 6)
+    J = (JT if active is None else JT[:, active]).transpose(0, 2, 1)   # (B, 6, 6)
     try:
         step = np.linalg.solve(J, e[..., None])[..., 0]
     except np.linalg.LinAlgError:                               # a singular row: least squares
         step = (np.linalg.pinv(J) @ e[..., None])[..., 0]
+    if active is None:
+        return step
     out = np.zeros(JT.shape[:2])
     out[:, active] = step
     return out
