@@ -132,3 +132,26 @@ def calibrated(relative, directory, angle, distance, seed):
     path = os.path.join(str(directory), relative.split('/')[-1])
     tree.write(path)
     return path
+
+
+def flipped(relative, directory, joints):
+    """A copy (in ``directory``) of an example-robot-data description with the axes of the
+    revolute or continuous ``joints`` (names) reversed and their limits mirrored: the same
+    robot, those joints' angles negated. Its path.
+    """
+    tree = ET.parse(erd(relative))
+    for joint in tree.getroot().iter('joint'):
+        if joint.get('name') not in joints:
+            continue
+        axis = joint.find('axis')
+        if axis is None:                                     # URDF's default: x
+            axis = ET.SubElement(joint, 'axis', xyz='1 0 0')
+        axis.set('xyz', ' '.join(f'{-float(v):.17g}' for v in axis.get('xyz').split()))
+        limit = joint.find('limit')
+        if limit is not None and limit.get('lower') is not None:
+            lower, upper = float(limit.get('lower')), float(limit.get('upper'))
+            limit.set('lower', f'{-upper:.17g}')
+            limit.set('upper', f'{-lower:.17g}')
+    path = os.path.join(str(directory), 'flipped_' + relative.split('/')[-1])
+    tree.write(path)
+    return path

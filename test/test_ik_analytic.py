@@ -10,7 +10,7 @@ import numpy as np
 import pinocchio as pin
 from pinocchio_reference import Arm
 import pytest
-from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, load
+from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, flipped, load
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_analytic, ik_answers
@@ -620,6 +620,37 @@ def test_three_parallel_axes_turning_against_each_other_are_solved(family, axes,
         assert len(rows) >= len(result.solutions)
         for q in rows:
             assert_solves(arm, q, T)
+
+
+@pytest.mark.parametrize('k', [0, 1, 2, 5], ids=lambda k: ANALYTIC[k][0].split('/')[-1][:-5])
+def test_reversing_joint_axes_negates_those_angles_in_every_solution(k, tmp_path):
+    """The same arm with some joints' axes reversed (their limits mirrored) is the same
+    robot with those angles negated: its analytic solutions are the original's, those angles
+    negated, in the same order -- for each subset of three joints tried, in every family.
+    """
+    relative, tip, family = ANALYTIC[k]
+    arm = Arm(erd(relative), tip)
+    moved = arm.solver.chain(tip).moved
+    names = [arm.model.joint_names[i] for i in moved]
+    rng = np.random.default_rng(22)
+    for trial in range(4):
+        chosen = sorted(rng.choice(6, size=3, replace=False))
+        (tmp_path / str(trial)).mkdir()
+        other = Arm(flipped(relative, tmp_path / str(trial), [names[i] for i in chosen]), tip)
+        assert other.solver.family(tip).name == family
+        sign = np.ones(arm.model.nq)
+        sign[moved[chosen]] = -1.0
+        for _ in range(25):
+            q_true, seed = arm.random_q(rng), arm.random_q(rng)
+            T = arm.pose(q_true)
+            np.testing.assert_allclose(other.pose(sign * q_true), T, rtol=0, atol=1e-12)
+            ours = arm.solver.solve(tip, T, seed)
+            theirs = other.solver.solve(tip, T, sign * seed)
+            assert ours.method == theirs.method == f'analytic {family}'
+            assert len(ours.solutions) == len(theirs.solutions)
+            for a, b in zip(ours.solutions, theirs.solutions):
+                np.testing.assert_allclose(sign * b, a, rtol=0, atol=1e-9)
+                assert_solves(other, b, T)
 
 
 def test_centauros_leg_is_solved_in_closed_form():
