@@ -494,7 +494,8 @@ def test_as_many_solutions_as_eaik_inside_the_limits(arm):
         for q, ls in zip(sol.Q, sol.is_LS):
             if ls:
                 continue
-            shifted, inside = ik_analytic.in_limits(q[None], seed[chain.moved], lower, upper)
+            shifted, inside, _ = ik_analytic.in_limits(q[None], seed[chain.moved], lower,
+                                                       upper)
             if inside[0] and all(np.linalg.norm(shifted[0] - t) > 1e-3 for t in theirs):
                 theirs.append(shifted[0])
         ours = [q[chain.moved] for q in arm.solver.solve(arm.tip, T, seed).solutions]

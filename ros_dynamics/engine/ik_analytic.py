@@ -516,11 +516,12 @@ def _gauss_newton_step(JT, e, active):
 def in_limits(X, x_seed, lower, upper, turning=None, slack=LIMIT_SLACK):
     """Each value of ``X`` (B, m) moved by the whole turns that bring it nearest ``x_seed``
     (m,) inside ``[lower, upper]`` (m,) -- only where ``turning`` (m, bool; default: all) says
-    the joint is an angle, a slide must be inside as it is -- and which rows (B,) could all be
-    brought inside. Values within :data:`~ros_dynamics.engine.ik_chain.LIMIT_SLACK` of a
-    limit count as inside and are clipped in (a turn added to an angle at its limit must not
-    take it out by rounding); so do those within a wider ``slack`` that no turn brings inside
-    (an angle a hair under a turn past its upper limit is turned in, not clipped).
+    the joint is an angle, a slide must be inside as it is -- which rows (B,) could all be
+    brought inside, and which rows (B,) had a value clipped (their pose moved). Values within
+    :data:`~ros_dynamics.engine.ik_chain.LIMIT_SLACK` of a limit count as inside and are
+    clipped in (a turn added to an angle at its limit must not take it out by rounding); so do
+    those within a wider ``slack`` that no turn brings inside (an angle a hair under a turn
+    past its upper limit is turned in, not clipped).
     """
     k0 = np.round((x_seed - X) / _TURN)
     if turning is not None:
@@ -533,8 +534,9 @@ def in_limits(X, x_seed, lower, upper, turning=None, slack=LIMIT_SLACK):
             if dk and turning is not None:
                 fits &= turning
             best[fits] = v[fits]
+    clipped = ((best < lower) | (best > upper)).any(axis=1)            # NaN is neither
     np.clip(best, lower, upper, out=best)
-    return best, ~np.isnan(best).any(axis=1)
+    return best, ~np.isnan(best).any(axis=1), clipped
 
 
 def _apply(M, v):

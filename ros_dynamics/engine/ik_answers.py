@@ -330,10 +330,9 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, T_targe
     all active) keep the seed's values.
     """
     x_seed = q_seed[chain.moved]
-    moved, inside = ik_analytic.in_limits(X, x_seed, *joint_bounds(model, chain, x_seed, active))
-    d = moved - X                                     # whole turns, unless clipped
-    clipped = inside & np.any(np.abs(d - _TURN * np.round(d / _TURN)) > _CLIPPED, axis=1)
-    X = moved
+    X, inside, clipped = ik_analytic.in_limits(X, x_seed,
+                                               *joint_bounds(model, chain, x_seed, active))
+    clipped &= inside
     if clipped.any():
         p_err, o_err = p_err.copy(), o_err.copy()
         p_err[clipped], o_err[clipped] = error_norms(
@@ -525,8 +524,5 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
-#: [rad or m] A solution moved by more than this, beyond whole turns, was clipped into its
-#: limits (by up to LIMIT_SLACK): its errors are those of another configuration.
-_CLIPPED = 1e-12
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3

@@ -324,7 +324,8 @@ def _follow(X, ok, x_seed, limits, step):
     N = len(X)
     path = np.empty((N, X.shape[2]))
     lower, upper, turning = limits
-    first, inside = ik_analytic.in_limits(X[0], x_seed, lower, upper, turning, TANGENT_SLACK)
+    first, inside, _ = ik_analytic.in_limits(X[0], x_seed, lower, upper, turning,
+                                             TANGENT_SLACK)
     usable = ok[0] & inside
     if not usable.any():
         return path, 0, _why(0, ok[0]), 0.0
@@ -399,7 +400,7 @@ def _follow_in_limits(X, ok, x_seed, limits, step):
     path = np.empty((N, X.shape[2]))
     prev, largest = x_seed, 0.0
     for n in range(N):
-        shifted, inside = ik_analytic.in_limits(X[n], prev, *limits, TANGENT_SLACK)
+        shifted, inside, _ = ik_analytic.in_limits(X[n], prev, *limits, TANGENT_SLACK)
         usable = ok[n] & inside
         if not usable.any():
             return path, n, _why(n, ok[n]), largest
