@@ -30,6 +30,10 @@ _LEAF = 64
 #: Damping of the stored pseudo-inverses: the search's (``0.1 e^T e / 2``) for errors of about
 #: 5 cm and 0.3 rad, the nearest samples' on a 7-joint arm with 20,000 of them.
 STEP_DAMPING = 5e-3
+#: Queries are approximate: the k-th sample returned is at most ``1 + QUERY_EPS`` times as far as
+#: the true k-th nearest (SciPy's ``eps``). On Baxter's arm the nearest came out 0.2 % farther
+#: on average, for a query of 16 us instead of 23 (warm); held-joint arms solve 4-9 % sooner.
+QUERY_EPS = 1.0
 
 
 def pose_features(T: ArrayLike):
@@ -91,7 +95,7 @@ class SeedTable:
         """
         width = 3 if position_only else 12
         k = min(k, len(self.configurations))
-        d, index = self._trees[width].query(pose_features(T_target)[:width], k)
+        d, index = self._trees[width].query(pose_features(T_target)[:width], k, eps=QUERY_EPS)
         configurations = self.configurations[np.atleast_1d(index)]
         return (configurations, np.atleast_1d(d) ** 2) if distances else configurations
 
@@ -103,7 +107,7 @@ class SeedTable:
         the nearest samples, within 4 % up to 0.5 rad). Not clipped into the limits.
         """
         k = min(k, len(self.configurations))
-        _, index = self._trees[12].query(pose_features(T_target), k)
+        _, index = self._trees[12].query(pose_features(T_target), k, eps=QUERY_EPS)
         index = np.atleast_1d(index)
         e = error.of_features(self.features[index], ROTATION_LENGTH)
         return self.configurations[index] + (self.steps[index] @ e[:, :, None])[..., 0]
