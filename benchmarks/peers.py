@@ -489,7 +489,8 @@ class Subproblems:
     def _ranked(self, q_seed, raw):
         if not raw:
             return []
-        X, inside = self.in_limits(np.array(raw), q_seed[self.index], self.lower, self.upper)
+        X, inside, _ = self.in_limits(np.array(raw), q_seed[self.index], self.lower,
+                                      self.upper)
         out = []
         for x in X[inside]:
             if all(np.abs(x - y).max() > 1e-6 for y in out):

@@ -236,15 +236,16 @@ def bench_ik(targets, slow_targets, rng, arms):
         for peer in (peers.EAIK, peers.IKGeo):
             try:
                 p = peer(model, tip)
-                answers, times, counts = [], [], []
-                for T in goals:
-                    qs, seconds = p.solve(seed, T)
-                    times.append(seconds)
-                    answers.append(qs[0] if qs else None)
-                    counts.append(len(qs))
-                rows[peer.name] = _ik_row(check, goals, answers, times, counts)
             except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
                 rows[peer.name] = {'note': f'n/a: {err}'[:160]}
+                continue
+            answers, times, counts = [], [], []   # an error from here on is the harness's own
+            for T in goals:
+                qs, seconds = p.solve(seed, T)
+                times.append(seconds)
+                answers.append(qs[0] if qs else None)
+                counts.append(len(qs))
+            rows[peer.name] = _ik_row(check, goals, answers, times, counts)
         try:
             trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
             answers, times = [], []

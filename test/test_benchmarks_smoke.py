@@ -25,3 +25,18 @@ def test_benchmark_harness_smoke_run(tmp_path):
         assert peer in rows                    # measured, or an error saying why not
     assert data['trajectory']['ms']['ros_dynamics batched (one call)'] > 0
     assert 'Targets' in (tmp_path / 'results.md').read_text()
+
+
+def test_benchmark_ik_section_smoke_run(tmp_path):
+    """The IK section on UR5 (tiny sizes): ours and EAIK (a test dependency) measured -- an
+    error in the harness's own code after a peer loaded fails the run, not an 'n/a' row.
+    """
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO, 'benchmarks', 'run.py'), '--quick', '--only', 'ik',
+         '--arms', 'ur5', '--output', str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = json.loads((tmp_path / 'results.json').read_text())['ik']['ur5']['rows']
+    assert rows['ros_dynamics']['success'] == 1.0, rows['ros_dynamics']
+    for name in ('ros_dynamics', 'EAIK (C++)'):
+        assert rows[name]['median_ms'] > 0 and rows[name]['solutions'] > 1, rows[name]
