@@ -167,7 +167,8 @@ class IKSolver:
                                    active, position_tolerance, orientation_tolerance)
                 if near is None:
                     return answer
-                return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions)
+                return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions,
+                                        (position_tolerance, orientation_tolerance))
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
@@ -187,7 +188,8 @@ class IKSolver:
             return result
         # At the wrist singularity the search answers from the seed; the subproblems' solutions
         # (the other branches, the continuum by one point) join its own.
-        return with_closed_form(result, handed, chain, T_target, q_seed, max_solutions)
+        return with_closed_form(result, handed, chain, T_target, q_seed, max_solutions,
+                                (position_tolerance, orientation_tolerance))
 
     def _closed_form(self, chain, family, T_target, q_seed, active, p_tol, o_tol,
                      max_solutions, deadline):

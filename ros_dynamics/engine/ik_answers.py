@@ -96,18 +96,27 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
                   T_target, (p_tol, o_tol), active), singular
 
 
-def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions):
+def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions, tolerances):
     """The search's :class:`IKResult` ``found``, for a target at the wrist singularity, joined
     by :func:`analytic_result`'s answer ``analytic`` (None or a failure when it has none): every
-    solution of both, distinct, nearest the seed first, at most ``max_solutions`` (None: all).
+    solution of both within the ``(position, orientation)`` tolerances on the chain (there the
+    subproblems' rounding reaches 1.5e-8 rad), distinct, nearest the seed first, at most
+    ``max_solutions`` (None: all).
     The search's answer is the point of the continuum nearest the seed, the subproblems' the
     other branches (and a nearer one, where the target is a hair off the singularity); when the
     search timed out, the subproblems still answer (``timed_out`` stays set).
     """
     if analytic is None or not analytic.success:
         return found
+    joined = analytic.solutions
+    p_err, o_err = error_norms(chain.poses(np.array(joined)[:, chain.moved]),
+                               np.broadcast_to(T_target, (len(joined), 4, 4)))
+    joined = [q for q, p, o in zip(joined, p_err, o_err) if p <= tolerances[0] and
+              o <= tolerances[1]]
+    if not joined:
+        return found
     searched = found.solutions if found.success else []
-    candidates = sorted(searched + analytic.solutions, key=lambda q: np.linalg.norm(q - q_seed))
+    candidates = sorted(searched + joined, key=lambda q: np.linalg.norm(q - q_seed))
     keep = []
     for q in candidates:
         if all(np.linalg.norm(q - k) >= _DISTINCT for k in keep):
@@ -381,10 +390,12 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     snapped geometry's, polished only to the tolerance: past a limit by a snapping, they go
     the general way, which polishes them to rounding (a clipped one of another branch won
     over the seed's own there). A solution clipped into the limits, or that comes twice
-    unchecked (a tangency's), is checked on the chain.
+    unchecked (a tangency's), is checked on the chain -- and every one when a tolerance is
+    below :data:`ROUNDING`.
     """
     x_seed = q_seed[chain.moved].tolist()
     limits = chain.float_limits
+    tight = min(p_tol, o_tol) < ROUNDING
     ranked = []
     for candidate in candidates:
         turned = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
@@ -418,7 +429,7 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     # Checked on the chain: a clipped solution, and two branches as one -- a subproblem's two
     # roots met, at a tangency, where a target a hair out of that branch's reach (a ratio up
     # to 1e-9 past one) still counts as exact, the angle then as much as 4e-5 rad off.
-    twins.update(k for k, e in enumerate(checked) if e is None)
+    twins.update(k for k, e in enumerate(checked) if e is None or not e and tight)
     if twins:
         for k in twins:
             checked[k] = (_errors_one(chain.pose(np.array(found[k])), T_target),)
@@ -524,5 +535,9 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
+#: [m or rad] Below this tolerance every exact solution is checked on the chain: the
+#: subproblems' rounding reaches 3e-11 on Centauro's leg (its parallel axes 5e-12 rad apart,
+#: taken as exact), 1.5e-8 rad next to the wrist singularity.
+ROUNDING = 1e-9
 #: Solutions closer than this [rad] are the same.
 _DISTINCT = 1e-3
