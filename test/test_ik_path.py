@@ -95,6 +95,35 @@ def test_a_path_at_the_wrist_singularity_starts_where_the_robot_is(ur5):
     assert not result.success and 'the time budget ran out' in result.message
 
 
+def test_a_path_from_a_seed_on_its_first_pose_starts_at_the_seed(tmp_path):
+    """A seed that reaches the first pose is its solution, for every family: a calibrated UR5
+    near its wrist singularity (its snapped geometry's branches there tenths of a radian off:
+    a review's lines started up to 3.5 rad from the robot, 6 of 40, and 2 failed), and
+    Centauro's leg at a tolerance of 1e-10 (its wheel locked at 0 by its limits: the closed
+    form's wheel angle came out 2e-10 off, clipped, and the path failed at pose 0).
+    """
+    arm = Arm(calibrated(UR5, tmp_path, 1e-3, 3e-4, 7), 'tool0')
+    moved = arm.solver.chain('tool0').moved
+    rng = np.random.default_rng(5)
+    lo, up = arm.model.lower_limits, arm.model.upper_limits
+    for offset in (0.01, -0.02, 0.04, -0.06) * 5:
+        q0 = arm.random_q(rng)
+        q0[moved[4]] = offset                          # joint 5 near 0: axes 4 and 6 aligned
+        q1 = np.clip(q0 + 0.2 * rng.normal(size=q0.shape), lo, up)
+        T = np.array([arm.pose((1 - t) * q0 + t * q1) for t in np.linspace(0, 1, 20)])
+        result = arm.solver.solve_path('tool0', T, q0)
+        assert result.success, result.message
+        np.testing.assert_allclose(result.q[0], q0, rtol=0, atol=1e-12)
+        check_path(arm, result.q, T, 1e-5)
+    leg = Arm(erd('centauro_description/urdf/centauro.urdf'), 'wheel_1')
+    q0 = leg.model.middle_configuration()
+    q0[leg.solver.chain('wheel_1').moved] = [0.2508, 1.5339, 1.6165, -1.3313, 0.2930, 0.0]
+    result = leg.solver.solve_path('wheel_1', leg.pose(q0)[None], q0,
+                                   position_tolerance=1e-10, orientation_tolerance=1e-10)
+    assert result.success, result.message
+    np.testing.assert_array_equal(result.q[0], q0)
+
+
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):
     """Straight out from the base: the elbow straightens and the path's branch leaves reach a
     pose before any branch does (the UR5's shoulder offset gives the others more reach). The

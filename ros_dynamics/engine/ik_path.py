@@ -160,11 +160,13 @@ def _analytic(model, chain, family, T, q_seed, active, p_tol, o_tol, step):
         X[part], ok[part], checked = _solutions(chain, family, T[part], x_seed, active, p_tol,
                                                 o_tol, check=False)
     limits = joint_bounds(model, chain, x_seed, active)
-    # With joints held, a seed that reaches the first pose is its solution (at a singular
-    # configuration of the six no branch need be the seed; where the next pose has none near
-    # it, the path goes on pose by pose): one more candidate there.
+    # A seed that reaches the first pose is its solution, one more candidate there: with joints
+    # held, at a singular configuration of the six no branch need be the seed (where the next
+    # pose has none near it, the path goes on pose by pose); a snapped geometry's branches near
+    # its wrist singularity can be tenths of a radian off the seed's; an exact one's, at a
+    # tolerance below its rounding, a hair past a limit that clipping moves off the pose.
     held = isinstance(family, ik_held.HeldJoints)
-    at_seed = held and seed_result(model, chain, T[0], q_seed, p_tol, o_tol) is not None
+    at_seed = seed_result(model, chain, T[0], q_seed, p_tol, o_tol) is not None
     path, solved, message, largest = _follow(*_with_seed(X, ok, x_seed, at_seed), x_seed,
                                              limits, step)
     pe, oe = _errors(chain, path, T, solved)
