@@ -110,12 +110,13 @@ TREE_URDF = '''<robot name="tree">
 
 
 def calibrated(relative, directory, angle, distance, seed):
-    """A copy (in ``directory``) of an example-robot-data description with every revolute
-    joint's axis tilted by ``angle`` [rad] and its origin moved by about ``distance`` [m], in
-    random directions (generator ``seed``): a calibrated robot. Its path.
+    """A copy (in ``directory``) of an example-robot-data description (``relative`` to its
+    robots, or a file's absolute path) with every revolute joint's axis tilted by ``angle``
+    [rad] and its origin moved by about ``distance`` [m], in random directions (generator
+    ``seed``): a calibrated robot. Its path.
     """
     rng = np.random.default_rng(seed)
-    tree = ET.parse(erd(relative))
+    tree = ET.parse(relative if os.path.isabs(relative) else erd(relative))
     for joint in tree.getroot().iter('joint'):
         if joint.get('type') not in ('revolute', 'continuous'):
             continue

@@ -7,6 +7,7 @@ import numpy as np
 from pinocchio_reference import Arm
 import pytest
 from robots import BAXTER, PANDA, UR5, calibrated, erd
+from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import InvalidInputError, ShapeError, ik_path
 from ros_dynamics.engine.ik_requests import MAX_PATH_POSES
@@ -122,6 +123,40 @@ def test_a_path_from_a_seed_on_its_first_pose_starts_at_the_seed(tmp_path):
                                    position_tolerance=1e-10, orientation_tolerance=1e-10)
     assert result.success, result.message
     np.testing.assert_array_equal(result.q[0], q0)
+
+
+def test_a_calibrated_leg_follows_a_line_onto_its_wrist_singularity(tmp_path):
+    """Centauro's leg, its wheel free and the description calibrated: a line ending 2 mrad
+    from the wrist singularity, whose last pose the snapped geometry's polished branches miss
+    (2e-4 m and 1e-3 rad off). The snapped geometry reaches that pose exactly, so the path goes
+    on pose by pose and is followed; it said 'no configuration reaches it' (a review's case).
+    """
+    import xml.etree.ElementTree as ET
+    tree = ET.parse(erd('centauro_description/urdf/centauro.urdf'))
+    for joint in tree.getroot().iter('joint'):
+        if joint.get('name', '').startswith('j_wheel_'):
+            joint.find('limit').set('lower', '-3')
+            joint.find('limit').set('upper', '3')
+    free = str(tmp_path / 'centauro_free.urdf')
+    tree.write(free)
+    arm = Arm(calibrated(free, tmp_path, 1e-3, 3e-4, 5), 'wheel_1')
+    moved = arm.solver.chain('wheel_1').moved
+    assert arm.solver.family('wheel_1').snapped
+    q0, q1 = arm.model.middle_configuration(), arm.model.middle_configuration()
+    q0[moved] = [-1.2116410589924898, 1.0703306725893147, -0.6887902132282444,
+                 -0.10805892199505074, 0.355819662226891, 1.0146372006981865]
+    q1[moved] = [-0.8858930531934359, 1.3188413095156863, -0.6391688130119162,
+                 0.09512347768958157, -0.0020685250496029206, 1.0178824652285299]
+    T0, T1 = arm.pose(q0), arm.pose(q1)
+    s = np.linspace(0.0, 1.0, 40)
+    R0, R1 = Rotation.from_matrix(T0[:3, :3]), Rotation.from_matrix(T1[:3, :3])
+    turn = (R1 * R0.inv()).as_rotvec()
+    T = np.repeat(np.eye(4)[None], 40, axis=0)
+    T[:, :3, :3] = (Rotation.from_rotvec(s[:, None] * turn) * R0).as_matrix()
+    T[:, :3, 3] = (1 - s)[:, None] * T0[:3, 3] + s[:, None] * T1[:3, 3]
+    result = arm.solver.solve_path('wheel_1', T, q0)
+    assert result.success, result.message
+    check_path(arm, result.q, T, 1e-5)
 
 
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):

@@ -203,11 +203,14 @@ def _solved_inside(model, chain, family, T, q_seed, active, p_tol, o_tol, result
     """Whether ``family`` has a solution for the pose of ``T`` (N, 4, 4) where the path
     ``result`` stopped -- inside the limits, unless the geometry was snapped (near a
     singularity its solutions can be tenths of a radian off the true ones, the branch the path
-    lost among them).
+    lost among them, and too far for polishing to reach: a pose the snapped geometry reaches
+    exactly counts).
     """
     n, moved = result.solved, chain.moved
     X, ok, _ = _solutions(chain, family, T[n:n + 1], q_seed[moved], active, p_tol, o_tol,
                           check=False)
+    if family.snapped and not ok.any():
+        return bool(family.solve(T[n:n + 1, :3, :3], T[n:n + 1, :3, 3])[1].any())
     if not family.snapped:
         x_prev = result.q[n - 1, moved] if n else q_seed[moved]
         ok &= ik_analytic.in_limits(X[0], x_prev, *joint_bounds(model, chain, x_prev, active),
