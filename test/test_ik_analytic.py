@@ -884,7 +884,7 @@ def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, 
 
 
 def test_at_tight_tolerances_every_solution_is_within_them():
-    """Below 1e-9 the subproblems' rounding matters: every exact solution is checked on the
+    """Below 1e-8 the subproblems' rounding matters: every exact solution is checked on the
     chain, not the first only. Kinova at 1e-12 (26 of 1,393 solutions were up to 1.12 times
     the tolerance off, unchecked), and a UR5 target at the wrist singularity with its elbow
     folded at its limit at 1e-8 and 1e-10 (a review's: the subproblems' solutions joined to
