@@ -209,12 +209,11 @@ def _solved_inside(model, chain, family, T, q_seed, active, p_tol, o_tol, result
     n, moved = result.solved, chain.moved
     X, ok, _ = _solutions(chain, family, T[n:n + 1], q_seed[moved], active, p_tol, o_tol,
                           check=False)
-    if family.snapped and not ok.any():
-        return bool(family.solve(T[n:n + 1, :3, :3], T[n:n + 1, :3, 3])[1].any())
-    if not family.snapped:
-        x_prev = result.q[n - 1, moved] if n else q_seed[moved]
-        ok &= ik_analytic.in_limits(X[0], x_prev, *joint_bounds(model, chain, x_prev, active),
-                                    TANGENT_SLACK)[1]
+    if family.snapped:
+        return bool(ok.any() or family.solve(T[n:n + 1, :3, :3], T[n:n + 1, :3, 3])[1].any())
+    x_prev = result.q[n - 1, moved] if n else q_seed[moved]
+    ok &= ik_analytic.in_limits(X[0], x_prev, *joint_bounds(model, chain, x_prev, active),
+                                TANGENT_SLACK)[1]
     return bool(ok.any())
 
 
