@@ -2,6 +2,7 @@
 SciPy), and every solution of real arms checked with Pinocchio's forward kinematics and against
 EAIK, an independent subproblem-decomposition solver.
 """
+from dataclasses import replace
 import math
 import re
 
@@ -13,7 +14,7 @@ import pytest
 from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, flipped, load
 from scipy.spatial.transform import Rotation
 
-from ros_dynamics.engine import ik_analytic, ik_answers
+from ros_dynamics.engine import ik, ik_analytic, ik_answers
 from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.ik_search import error_norms, pose_error
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4, sp6, sp6_one
@@ -1032,6 +1033,93 @@ def test_chains_of_no_family_stay_numerical_and_weights_force_it():
     T = ur5.frame_pose(np.full(6, 0.3), 'tool0')
     result = IKSolver(ur5).solve('tool0', T, weights=np.ones(6))
     assert result.success and result.method == 'numerical'
+
+
+HUMANOID = 'simple_humanoid_description/urdf/simple_humanoid.urdf'
+
+
+@pytest.mark.parametrize('relative, tip', [(UR5, 'tool0'), (KINOVA, 'j2s6s200_end_effector')],
+                         ids=['ur5', 'kinova'])
+def test_parallel_axes_on_one_line_are_no_family(relative, tip):
+    """Axes 2 and 3 parallel and on one line (a UR5's or a Kinova's moved so): their turns
+    add up, a continuum of solutions -- not a family. The arm as shipped is one.
+    """
+    solver = IKSolver(load(erd(relative)))
+    g = ik_analytic.geometry(solver.chain(tip), np.zeros(6), np.ones(6, dtype=bool))
+    assert ik_analytic.classify(g) is not None
+    o = g.o.copy()
+    o[2] = o[1] + 0.1 * g.h[2]
+    assert ik_analytic.classify(replace(g, o=o)) is None
+
+
+def test_a_spherical_waist_below_a_spherical_shoulder_is_no_family():
+    """The simple humanoid's waist (three axes meeting) below its shoulder (three more): the
+    upper arm can spin about the line through both centres, a continuum of solutions of which
+    the subproblems would give eight points, none the target's own configuration. No family:
+    the search answers next to the seed, every solution checked with Pinocchio.
+    """
+    arm = Arm(erd(HUMANOID), 'RARM_LINK3')
+    assert arm.solver.family('RARM_LINK3') is None
+    moved = arm.solver.chain('RARM_LINK3').moved
+    rng = np.random.default_rng(30)
+    for _ in range(20):
+        q_true = arm.random_q(rng)
+        seed = q_true.copy()
+        seed[moved] += rng.normal(scale=0.01, size=len(moved))
+        T = arm.pose(q_true)
+        result = arm.solver.solve('RARM_LINK3', T, seed)
+        assert result.success and result.method == 'numerical'
+        assert_solves(arm, result.q, T, 1e-5)
+        assert np.abs(result.q - seed).max() < 0.1
+
+
+def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
+    """The same arm to its wrist (ten joints): holding the elbow and the wrist would leave that
+    continuum (every answer fell to the search); holding the waist and two more leaves a
+    spherical wrist, which answers most targets in closed form.
+    """
+    arm = Arm(erd(HUMANOID), 'r_wrist')
+    solver, model = arm.solver, arm.model
+    solver.prepare('r_wrist')
+    rng = np.random.default_rng(31)
+    analytic = 0
+    for _ in range(40):
+        q_true, seed = arm.random_q(rng), arm.random_q(rng)
+        T = arm.pose(q_true)
+        result = solver.solve('r_wrist', T, seed, timeout=1.0)
+        assert result.success
+        analytic += result.method.startswith('analytic')
+        for q in result.solutions:
+            assert_solves(arm, q, T, 1e-5)
+            assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+    held = solver._held_joints(solver.chain('r_wrist')).held
+    names = [model.q_names[i] for i in solver.chain('r_wrist').moved[held]]
+    assert 'RARM_ELBOW' not in names and 'WAIST_P' in names
+    print(f'{analytic} of 40 in closed form')
+    assert analytic >= 24
+
+
+def test_a_snapped_held_arm_tracking_a_target_answers_next_to_its_seed():
+    """Romeo's arm in its LAAS description: a spherical wrist snapped by 0.1 mm, the trunk and
+    the shoulder's first joint held. Near a singularity the snapped branch next to the seed
+    can be hundredths of a radian off and polish onto another solution, a tenth of a radian
+    away; a seed this near its target is then iterated too, as a snapped six-joint arm's is.
+    """
+    arm = Arm(erd('romeo_description/urdf/romeo_laas_small.urdf'), 'l_wrist')
+    chain = arm.solver.chain('l_wrist')
+    assert arm.solver._off(chain, None, None, 1e-5, 1e-5)
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        q_true = arm.model.middle_configuration()
+        q_true[chain.moved] = rng.uniform(chain.lower, chain.upper)
+        seed = q_true.copy()
+        seed[chain.moved] += 1e-3
+        T = arm.pose(q_true)
+        result = arm.solver.solve('l_wrist', T, seed, max_solutions=None)
+        assert result.success
+        assert np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
+        for q in result.solutions:
+            assert_solves(arm, q, T, 1e-5)
 
 
 @pytest.mark.parametrize('relative, tip, joint', [

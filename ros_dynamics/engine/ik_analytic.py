@@ -21,6 +21,9 @@ analytical inverse kinematics* (EAIK), IEEE RA-L 2025:
   (PUMA, Jaco, most industrial arms) or axes 1 and 2 meeting: up to 8 solutions;
 * the same families for the chain read backwards, tip to root (a spherical shoulder).
 
+Geometries whose subproblem 3 about axis 3 is degenerate are none of these (:func:`_isolated`):
+their solutions form a continuum.
+
 Where the description only nearly fits (within :data:`ANGLE_TOLERANCE` and
 :data:`DISTANCE_TOLERANCE`) the geometry is snapped to the family, solved, and every solution
 then polished by Gauss-Newton steps on the true chain (:func:`polish`); so are the solutions of
@@ -254,7 +257,8 @@ def classify(g: Geometry) -> Optional[Family]:
 def _classify_one(g):
     h, o = g.h, g.o
     if _parallel(h, 1, 2) and _parallel(h, 2, 3) and not _parallel(h, 0, 1) \
-            and not _parallel(h, 3, 4) and not _parallel(h, 4, 5):
+            and not _parallel(h, 3, 4) and not _parallel(h, 4, 5) \
+            and _isolated(h[2], o[3] - o[2], o[2] - o[1]):
         c = _meet(h, o, 4, 5)
         if c is not None:
             h2 = _aligned(h[1], h[1:4])
@@ -268,14 +272,26 @@ def _classify_one(g):
         return None
     c = 0.5 * (c45 + c56)
     o = np.concatenate([o[:3], [c, c, c]])
-    if _parallel(h, 1, 2) and not _parallel(h, 0, 1):
+    if _parallel(h, 1, 2) and not _parallel(h, 0, 1) and _isolated(h[2], c - o[2], o[2] - o[1]):
         new = replace(g, h=np.concatenate([h[:1], _aligned(h[1], h[1:3]), h[3:]]), o=o)
         return _family('spherical_wrist', new, g, 'parallel')
     c12 = _meet(h, o, 0, 1)
-    if c12 is not None and not _parallel(h, 1, 2):
+    if c12 is not None and not _parallel(h, 1, 2) and _isolated(h[2], c - o[2], o[2] - c12):
         new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
         return _family('spherical_wrist', new, g, 'meeting')
     return None
+
+
+def _isolated(k, p, q):
+    """Whether subproblem 3 about axis 3 (along ``k`` (3,)) has isolated solutions: both
+    vectors ``p`` and ``q`` (3,) from a point on the axis -- the next point the arm places and
+    the previous joint's -- off the axis by more than :data:`DISTANCE_TOLERANCE`. Otherwise a
+    turn about it does not change their distance, and the solutions form a continuum of which
+    the subproblems would give a few points only: two axes meeting or parallel on the same line
+    (coincident), or a spherical shoulder -- axes 1, 2 and 3 meeting, as on a humanoid's waist
+    below its arm -- with a spherical wrist.
+    """
+    return min(np.linalg.norm(cross(k, p)), np.linalg.norm(cross(k, q))) > DISTANCE_TOLERANCE
 
 
 def _aligned(h, axes):

@@ -262,7 +262,7 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
         rows = [q for q, e in candidates
                 if e and _turned_into_limits(q, x_seed, limits, POLISH_REACH) is not None]
         one_by_one = _ONE_BY_ONE
-    elif _unchecked(family, p_tol, o_tol):
+    elif unchecked(family, p_tol, o_tol):
         rows = []
         for q, e in candidates:
             if e and _turned_into_limits(q, x_seed, limits) is not None:
@@ -289,7 +289,7 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     return kept + [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
-def _unchecked(family, p_tol, o_tol):
+def unchecked(family, p_tol, o_tol):
     """Whether the exact solutions of ``family`` reach their targets on the true chain within
     half the tolerances as they come: its roots are not numerical (subproblem 6's), and its
     :attr:`~ros_dynamics.engine.ik_analytic.Family.drift` (zero unless snapped) is within.
@@ -312,7 +312,7 @@ def _pruned(family, p_tol, o_tol):
     unless the geometry was snapped and its solutions are checked (:func:`_polished`): those
     may be far off the true ones, near a singularity.
     """
-    return not family.snapped or _unchecked(family, p_tol, o_tol)
+    return not family.snapped or unchecked(family, p_tol, o_tol)
 
 
 #: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
