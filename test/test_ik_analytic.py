@@ -14,7 +14,7 @@ import pytest
 from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, flipped, load
 from scipy.spatial.transform import Rotation
 
-from ros_dynamics.engine import ik, ik_analytic, ik_answers
+from ros_dynamics.engine import ik, ik_analytic, ik_answers, ik_held
 from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.ik_search import error_norms, pose_error
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4, sp6, sp6_one
@@ -1075,8 +1075,9 @@ def test_a_spherical_waist_below_a_spherical_shoulder_is_no_family():
 
 def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     """The same arm to its wrist (ten joints): holding the elbow and the wrist would leave that
-    continuum (every answer fell to the search); holding the waist and two more leaves a
-    spherical wrist, which answers most targets in closed form.
+    continuum (every answer fell to the search); holding the joints nearest the root -- the
+    waist and the shoulder's first -- leaves a spherical wrist, which answers most targets in
+    closed form.
     """
     arm = Arm(erd(HUMANOID), 'r_wrist')
     solver, model = arm.solver, arm.model
@@ -1094,9 +1095,20 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
     held = solver._held_joints(solver.chain('r_wrist')).held
     names = [model.q_names[i] for i in solver.chain('r_wrist').moved[held]]
-    assert 'RARM_ELBOW' not in names and 'WAIST_P' in names
+    assert names == ['WAIST_P', 'WAIST_R', 'CHEST', 'RARM_SHOULDER_P']
     print(f'{analytic} of 40 in closed form')
     assert analytic >= 24
+
+
+def test_where_several_sixes_fit_the_joints_nearest_the_root_are_held():
+    """Romeo's arm on its trunk (eight joints): the shoulder and the arm, or the arm and the
+    wrist, are a spherical wrist; the trunk and the shoulder's first joint are held (the
+    seed table's values of the wrist's last answered fewer targets in closed form).
+    """
+    model = load(erd('romeo_description/urdf/romeo.urdf'))
+    chain = IKSolver(model).chain('l_wrist')
+    held = ik_held.held_joints(chain)
+    assert [model.q_names[i] for i in chain.moved[held.held]] == ['TrunkYaw', 'LShoulderPitch']
 
 
 def test_a_snapped_held_arm_tracking_a_target_answers_next_to_its_seed():

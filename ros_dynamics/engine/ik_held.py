@@ -3,11 +3,12 @@ six revolute ones held at given values, those six solved in closed form
 (:mod:`~ros_dynamics.engine.ik_analytic`).
 
 A seven-joint arm (Panda, xArm7) has a one-dimensional family of solutions per pose; an arm on
-a torso (TALOS's, TIAGo's) more. Holding the joints at the ends of the chain -- the last, else
-the first of a seven-joint arm; the torso and the shoulder's first joint of TALOS's and TIAGo's
--- leaves six joints whose geometry does not depend on the held values: by the product of
-exponentials, ``T(q) = A(v_before) G(q_six) E(v_after)`` with ``G`` the six joints' chain at the
-held joints' zero, ``A`` the held joints before them (their twists in the root frame) and ``E``
+a torso (TALOS's, TIAGo's) more. Holding the joints at the ends of the chain -- the torso and
+the shoulder's first joint of TALOS's and TIAGo's, the first joint of a seven-joint arm whose
+last six fit a family, else its last (Panda, xArm7) -- leaves six joints whose geometry does
+not depend on the held values: by the product of exponentials,
+``T(q) = A(v_before) G(q_six) E(v_after)`` with ``G`` the six joints' chain at the held joints'
+zero, ``A`` the held joints before them (their twists in the root frame) and ``E``
 those after (their twists in the tip's zero frame). The held joints only turn (or, sliding,
 shift) the target: ``G(q_six) = A^-1 T_target E^-1``. When the six form a recognised family,
 every set of held values is solved in closed form, and the solutions ranked by their distance
@@ -120,15 +121,22 @@ class HeldJoints:
 
 def held_joints(chain) -> Optional[HeldJoints]:
     """The :class:`HeldJoints` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`) --
-    the first six joints solved (the others held after them), else the six after the first one
+    the last six joints solved (the others held before them), else the six before the last one
     held, and so on -- or None unless more than six joints move it, no mimic joint couples
     them, and six consecutive revolute ones form a recognised family.
+
+    Joints nearest the root are held first: where several sixes fit, the seed table's
+    neighbours' values of a torso's or a shoulder's first joints answer more targets in closed
+    form than a wrist's (400 random targets, seeds mid-range: the iiwa holding its first joint
+    368 against 352 holding its last, 0.23 ms against 0.26; the simple humanoid's arm holding
+    its waist and shoulder pitch 318 against 282 holding two waist and two wrist joints;
+    Romeo's arm 258 against 249).
     """
     m = len(chain.moved)
     if m <= 6 or chain.mimic:
         return None
     zeros = np.zeros(m)
-    for before in range(m - 5):
+    for before in reversed(range(m - 5)):
         free = np.zeros(m, dtype=bool)
         free[before:before + 6] = True
         g = ik_analytic.geometry(chain, zeros, free)
