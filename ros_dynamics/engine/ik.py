@@ -21,6 +21,7 @@ import numpy as np
 from . import ik_analytic, ik_held, kinematics
 from .exceptions import InvalidInputError
 from .ik_answers import (
+    BRANCH_JUMP,
     IKResult,
     analytic_result,
     held_result,
@@ -157,16 +158,17 @@ class IKSolver:
                                                  max_solutions, deadline)
             if answer is not None and not singular:
                 moved = chain.moved
-                if not answer.success or not self._off(chain, family, active, position_tolerance,
-                                                       orientation_tolerance) or np.abs(
-                        answer.q[moved] - q_seed[moved]).max() <= BRANCH_JUMP:
+                if family is None or not family.snapped or unchecked(
+                        family, position_tolerance, orientation_tolerance) or \
+                        not answer.success or np.abs(
+                            answer.q[moved] - q_seed[moved]).max() <= BRANCH_JUMP:
                     return answer
-                # A snapped geometry near a singularity (held joints' too) can put its
-                # solutions tenths of a radian off the true ones, too far for polishing to
-                # reach the one next to the seed: a seed near the target (a robot tracking it)
-                # whose answer is far from it is iterated alone too, and its solution joins the
-                # subproblems'. Not where the snapping's drift is within the tolerances: its
-                # solutions are the true chain's.
+                # A snapped geometry near a singularity can put its solutions tenths of a
+                # radian off the true ones, too far for polishing to reach the one next to
+                # the seed: a seed near the target (a robot tracking it) whose answer is far
+                # from it is iterated alone too, and its solution joins the subproblems' (held
+                # joints: :func:`~.ik_answers.held_result`). Not where the snapping's drift is
+                # within the tolerances: its solutions are the true chain's.
                 near = warm_result(model, chain, T_target, q_seed, chain.pose(q_seed[moved]),
                                    active, position_tolerance, orientation_tolerance)
                 if near is None:
@@ -210,16 +212,6 @@ class IKSolver:
         return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
                            q_seed, p_tol, o_tol, max_solutions, deadline), False
 
-    def _off(self, chain, family, active, p_tol, o_tol):
-        """Whether the closed form that answers ``chain`` -- ``family``, else the chain's held
-        joints' family (every joint active) -- solves a snapped geometry whose solutions may be
-        off the true chain's by more than the tolerances (:func:`~.ik_answers.unchecked`).
-        """
-        if family is None:
-            held = self._held_joints(chain) if active is None else None
-            family = held.family if held is not None else None
-        return family is not None and family.snapped and not unchecked(family, p_tol, o_tol)
-
     def _held_joints(self, chain):
         """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoints` or None (kept)."""
         with self._lock:
@@ -236,10 +228,6 @@ class IKSolver:
         """
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
-
-#: [rad or m] A snapped family's answer farther than this from a seed near its target (some
-#: joint) may have jumped branch: the seed is iterated too (:meth:`IKSolver.solve`).
-BRANCH_JUMP = 0.1
 
 #: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 380 MB and 4 s,
 #: 7 joints).

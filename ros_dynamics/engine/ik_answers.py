@@ -156,6 +156,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     joints = ', '.join(model.q_names[i] for i in chain.moved[held.held])
     method = f'analytic {held.family.name}, {joints} held'
     several = max_solutions is not None and max_solutions > 1
+    T_seed = None
+    result = None
     if not several:
         T_seed = chain.pose(x_seed)
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
@@ -168,19 +170,33 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                max_solutions, method, limits)
             if result is not None or time.monotonic() >= deadline:
-                return result
-        return None
-    result = _held_at(model, chain, held, T_target, q_seed, x_seed[held.held][None], p_tol,
-                      o_tol, max_solutions, method)
-    if result is not None or time.monotonic() >= deadline:
+                break
+    else:
+        result = _held_at(model, chain, held, T_target, q_seed, x_seed[held.held][None],
+                          p_tol, o_tol, max_solutions, method)
+        if result is None and time.monotonic() < deadline:
+            lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+            neighbours = table.nearest(T_target, 8) if table is not None else x_seed[None][:0]
+            values = ik_held.held_values(held, x_seed, lower, upper, neighbours)[1:]
+            if len(values):                     # else several joints held and no seed table
+                result = _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
+                                  max_solutions, method)
+    if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
         return result
-    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-    neighbours = table.nearest(T_target, 8) if table is not None else x_seed[None][:0]
-    values = ik_held.held_values(held, x_seed, lower, upper, neighbours)[1:]
-    if not len(values):                         # several joints held and no seed table
-        return None
-    return _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol, max_solutions,
-                    method)
+    # Where the six joints are near a singularity of their own (the whole chain need not be),
+    # the seed's held values can leave none of their solutions next to the seed: a seed near
+    # the target (a robot tracking it) is iterated alone too, and its solution joins these.
+    T_seed = chain.pose(x_seed) if T_seed is None else T_seed
+    near = warm_result(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+    if near is None:
+        return result
+    return with_closed_form(near, result, chain, T_target, q_seed, max_solutions, (p_tol, o_tol))
+
+
+#: [rad or m] A closed-form answer farther than this from a seed near its target (some joint)
+#: may have left the seed's branch: the seed is iterated too (:meth:`IKSolver.solve`,
+#: :func:`held_result`).
+BRANCH_JUMP = 0.1
 
 
 #: Seed-table neighbours whose held values one answer tries, one after the other.
