@@ -574,8 +574,18 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
             message, solved = f'pose {n}: the time budget ran out', n
             break
         r = solver.solve(tip, T[n], prev, position_tolerance=p_tol, orientation_tolerance=o_tol,
-                         timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1,
-                         weights=weights)
+                         timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1)
+        if weights is not None and (not r.success or np.abs(r.q - prev).max() > step):
+            # The held joints at the previous answer's values (and, failing that, the previous
+            # answer iterated: the closed form's far branches joined) did not follow; the
+            # numerical search alone moves every joint from the start.
+            searched = solver.solve(tip, T[n], prev, position_tolerance=p_tol,
+                                    orientation_tolerance=o_tol, timeout=min(left, 0.05),
+                                    active_joints=active_joints, max_solutions=1,
+                                    weights=weights)
+            if searched.success and (not r.success or np.abs(searched.q - prev).max() <
+                                     np.abs(r.q - prev).max()):
+                r = searched
         methods.add(r.method)
         if not r.success:
             why = 'the time budget ran out' if r.timed_out and time.monotonic() >= deadline \

@@ -428,14 +428,16 @@ WARM_ITERATIONS = 4
 
 def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
     """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
-    ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,)) -- null-space pull
-    toward it on redundant arms, the joints outside ``active`` (m, bool) held -- while each
+    ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
+    angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
+    the joints outside ``active`` (m, bool) held, and so, stepping again, the joints a step
+    would take past a limit (an active set: the others then make the whole move) -- while each
     iteration cuts the cost at least fourfold, at most :data:`WARM_ITERATIONS`: ``(x (m,),
     position error [m], orientation error [rad], iterations)`` once both errors are within the
-    tolerances, else None (a limit met, or the seed too far for quadratic convergence: the
-    search then runs).
+    tolerances, else None (the seed too far for quadratic convergence: the search then runs).
     """
-    if np.any((x_seed < chain.clip_lower) | (x_seed > chain.clip_upper)):
+    lower, upper = limits
+    if np.any((x_seed < lower) | (x_seed > upper)):
         return None
     error = PoseError(T_target)
     x, previous = x_seed.copy(), np.inf
@@ -445,18 +447,18 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
         e = error(T)
         p2, o2, cost = ((e * e) @ _SUMS)[0].tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
-            inside = np.all((x >= limits[0]) & (x <= limits[1]))
-            return (x, math.sqrt(p2), math.sqrt(o2), k) if inside else None
+            return x, math.sqrt(p2), math.sqrt(o2), k
         if k == WARM_ITERATIONS or cost > 0.25 * previous:
             return None
         previous = cost
         if active is not None:
             JT = JT * active[:, None]
-        dx = damped_step(JT, e, np.array([cost]), (x_seed - x)[None] if redundant else None)[0]
-        stepped = x + dx
-        x = np.clip(stepped, chain.clip_lower, chain.clip_upper)
-        if np.any(x != stepped):                 # a limit met: the search's active set
-            return None
+        pull = (x_seed - x)[None] if redundant else None
+        stepped = x + damped_step(JT, e, np.array([cost]), pull)[0]
+        past = (stepped < lower) | (stepped > upper)
+        if past.any():
+            stepped = x + damped_step(JT * ~past[:, None], e, np.array([cost]), pull)[0]
+        x = np.clip(stepped, lower, upper)
 
 
 def pull_weight(cost):
