@@ -266,6 +266,26 @@ def test_a_7_dof_path_beyond_the_held_joints_reach_goes_on_numerically():
     assert continued >= 2
 
 
+def test_a_7_dof_path_along_a_joint_at_its_limit_of_two_turns_is_followed():
+    """xArm7's first joint at its 2 pi limit (found by a review): the held-joint path stops,
+    then pose by pose the numerical search wrapped that joint a turn away ('moves a joint
+    6.25', pose 41). The closed form at the previous answer's held values, then the previous
+    answer iterated inside the true limits (the joint held at its limit, the other six
+    making the move), follow the line to its end.
+    """
+    arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link_eef')
+    arm.solver.prepare('link_eef')
+    q0 = np.array([5.781981759214018, -0.2605633508177996, -0.3401454742095078,
+                   -0.1001965352315259, 0.2343372894178133, -0.4911174262391238,
+                   -3.193846576165348])
+    d = np.array([-0.7883694606501879, -0.3647734533947685, -0.4953926939434881])
+    T = line(arm.pose(q0), d, 0.049, 50)
+    result = arm.solver.solve_path('link_eef', T, q0)
+    assert result.success, result.message
+    check_path(arm, result.q, T, 1e-5)
+    assert np.abs(np.diff(result.q, axis=0)).max() <= ik_path.DEFAULT_MAX_JOINT_STEP
+
+
 def test_an_arm_of_no_family_follows_lines_in_batches():
     """Baxter's arm fits no analytic family: its lines are iterated numerically, every pose of a
     block at once (the blocks' seams included: 100 poses), one branch -- each pose checked with
