@@ -339,6 +339,29 @@ def test_a_target_at_the_wrist_singularity_is_solved_and_a_seed_there_stays(rela
         assert a.solver.solve(tip, a.pose(q), a.random_q(rng)).method.startswith('analytic')
 
 
+@pytest.mark.parametrize('elbow', [np.pi, -np.pi], ids=['pi', '-pi'])
+def test_a_ur5_folded_at_its_elbow_stop_and_wrist_singular_answers_next_to_its_seed(elbow):
+    """The elbow folded at its stop (+-pi) and the wrist singular (q5 = 0), a seed 1e-3 from
+    the target (found by a review: 18-22 of 60 answers up to 4.4 rad away). The seed is
+    iterated alone; its step would take the elbow past the stop, so the elbow is held there
+    and the others make the move, next to the seed.
+    """
+    arm = Arm(erd(UR5), 'tool0')
+    arm.solver.prepare('tool0')
+    model = arm.model
+    rng = np.random.default_rng(6)
+    for _ in range(60):
+        q_true = arm.random_q(rng)
+        q_true[2], q_true[4] = elbow, 0.0
+        seed = np.clip(q_true + rng.uniform(-1e-3, 1e-3, 6), model.lower_limits,
+                       model.upper_limits)
+        T = arm.pose(q_true)
+        result = arm.solver.solve('tool0', T, seed, timeout=0.05)
+        assert result.success
+        assert np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
+        assert_solves(arm, result.q, T, 1e-5)
+
+
 @pytest.mark.parametrize('relative', [UR5, ANALYTIC[3][0]], ids=['ur5', 'ur10'])
 def test_a_robot_with_joints_at_their_limits_asked_for_where_it_is_stays(relative):
     """Joints exactly at a limit of +-2 pi (UR5) or +-pi (UR10's limited description): the
