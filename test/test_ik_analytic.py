@@ -14,13 +14,13 @@ import pytest
 from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, flipped, load
 from scipy.spatial.transform import Rotation
 
-from ros_dynamics.engine import ik, ik_analytic, ik_answers, ik_held
+from ros_dynamics.engine import ik, ik_analytic, ik_answers, ik_held, ik_search
 from ros_dynamics.engine.ik import IKSolver
 from ros_dynamics.engine.ik_search import error_norms, pose_error
 from ros_dynamics.engine.subproblems import rot, rotate, sp1, sp2, sp3, sp4, sp6, sp6_one
 
 Z1 = 'z1_description/urdf/z1.urdf'
-# Arms with an analytic family: (description, tip, family); the last four are not in make bench
+# Arms with an analytic family: (description, tip, family); the last six are not in make bench
 # (SO-100 to its jaw and Alexander's leg, read from the foot, have axes 5 and 6 apart).
 ANALYTIC = [(UR5, 'tool0', 'three_parallel'), (KINOVA, 'j2s6s200_end_effector', 'spherical_wrist'),
             (Z1, 'gripperStator', 'three_parallel'),
@@ -29,7 +29,10 @@ ANALYTIC = [(UR5, 'tool0', 'three_parallel'), (KINOVA, 'j2s6s200_end_effector', 
              'spherical_wrist'),
             ('so_arm_description/urdf/so100.urdf', 'jaw', 'three_parallel_offset'),
             ('alexander_description/urdf/alexander_v1.lowerBodyOnly.urdf', 'LEFT_FOOT',
-             'three_parallel_offset')]
+             'three_parallel_offset'),
+            # Axes 2 and 3 meeting (the shoulder), 4 to 6 the spherical wrist.
+            ('romeo_description/urdf/romeo.urdf', 'LWristRollLink', 'spherical_wrist'),
+            ('icub_description/robots/icub.urdf', 'l_upper_arm_dh_frame', 'spherical_wrist')]
 
 
 def unit(rng, n=None):
@@ -288,6 +291,36 @@ def test_the_scalar_solve_leaves_out_early_only_branches_outside_the_limits(arm)
     assert (dropped > 100) == narrow
 
 
+def test_the_batched_solve_gives_the_scalar_solves_branches(arm):
+    """The batched solve (paths, held joints) and the scalar one (one answer) are two codes of
+    one family: the same branches for 50 poses at once (subproblem 6's roots in another
+    order), every exact one reaching its pose (Pinocchio), the target's own configuration
+    among them.
+    """
+    solver = arm.solver
+    chain, family = solver.chain(arm.tip), solver.family(arm.tip)
+    rng = np.random.default_rng(22)
+    X = rng.uniform(chain.lower, chain.upper, size=(50, 6))
+    T = chain.poses(X)
+    Q, exact = family.solve(T[:, :3, :3], T[:, :3, 3])
+    for n in range(50):
+        scalar = family.solve_one(T[n, :3, :3], T[n, :3, 3])
+        batched = [(q, e) for q, e in zip(Q[n], exact[n]) if np.isfinite(q).all()]
+        assert len(batched) == len(scalar)
+        for a, ea in batched:
+            assert any(ea == eb and all(same_angle(x, y, 1e-9) for x, y in zip(a, b))
+                       for b, eb in scalar)
+        assert any(all(same_angle(x, y, 1e-6) for x, y in zip(q, X[n]))
+                   for q, e in batched if e) or family.snapped
+        q = arm.model.middle_configuration()
+        for x, e in batched:
+            if e and not family.snapped:
+                q[chain.moved] = x
+                q_true = arm.model.middle_configuration()
+                q_true[chain.moved] = X[n]
+                assert np.abs(arm.pose(q) - arm.pose(q_true)).max() < 1e-9
+
+
 @pytest.mark.parametrize('relative, tip, q5', [(UR5, 'tool0', 0.0),
                                                (KINOVA, 'j2s6s200_end_effector', math.pi),
                                                (ANALYTIC[3][0], 'tool0', 0.0)],
@@ -507,7 +540,7 @@ def test_as_many_solutions_as_eaik_inside_the_limits(arm):
     chain = arm.solver.chain(arm.tip)
     lower, upper = arm.model.lower_limits[chain.moved], arm.model.upper_limits[chain.moved]
     rng = np.random.default_rng(12)
-    total_ours = total_eaik = 0
+    total_ours = total_eaik = merged = 0
     for _ in range(150):        # Alexander's leg reaches about one solution a target
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         T = arm.pose(q_true)
@@ -524,11 +557,14 @@ def test_as_many_solutions_as_eaik_inside_the_limits(arm):
                 theirs.append(shifted[0])
         ours = [q[chain.moved] for q in arm.solver.solve(arm.tip, T, seed).solutions]
         for t in theirs:                         # every solution EAIK finds is one of ours
-            assert min(np.abs(np.remainder(t - o + np.pi, 2 * np.pi) - np.pi).max()
-                       for o in ours) < 1e-6
+            d = min(np.abs(np.remainder(t - o + np.pi, 2 * np.pi) - np.pi).max() for o in ours)
+            # ... or, next to a tangency, within _DISTINCT of one: two exact solutions that
+            # close are returned as one (Romeo's arm: 1.8e-4 apart, once in 150 targets).
+            assert d < 1e-6 or d < ik_search._DISTINCT
+            merged += d >= 1e-6
         total_ours += len(ours)
         total_eaik += len(theirs)
-    assert total_ours >= total_eaik > 100
+    assert total_ours >= total_eaik - merged and total_eaik > 100 and merged <= 0.01 * total_eaik
 
 
 def _six_joint_urdf(name, joints):

@@ -18,7 +18,8 @@ analytical inverse kinematics* (EAIK), IEEE RA-L 2025:
   Alexander's legs read from the foot): angles 1 and 5 from subproblem 6, a quartic, then up to
   8 solutions;
 * ``spherical_wrist`` -- axes 4, 5 and 6 meeting at one point, with axes 2 and 3 parallel
-  (PUMA, Jaco, most industrial arms) or axes 1 and 2 meeting: up to 8 solutions;
+  (PUMA, Jaco, most industrial arms), axes 1 and 2 meeting, or axes 2 and 3 meeting (Romeo's
+  arm on its trunk, to the wrist's first joint): up to 8 solutions;
 * the same families for the chain read backwards, tip to root (a spherical shoulder).
 
 Geometries whose subproblem 3 about axis 3 is degenerate are none of these (:func:`_isolated`):
@@ -135,7 +136,8 @@ def _parallel(h, i, j):
 class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
     whether snapping changed it (``snapped``), for the spherical wrist which shoulder case
-    applies (``shoulder``: 'parallel' or 'meeting'), and ``drift`` [m]: how far apart the true
+    applies (``shoulder``: 'parallel', 'meeting' -- axes 1 and 2 -- or 'second' -- axes 2
+    and 3), and ``drift`` [m]: how far apart the true
     and the snapped chain put the tip at most, at any configuration (:func:`_drift`).
     """
 
@@ -279,11 +281,16 @@ def _classify_one(g):
     if c12 is not None and not _parallel(h, 1, 2) and _isolated(h[2], c - o[2], o[2] - c12):
         new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
         return _family('spherical_wrist', new, g, 'meeting')
+    c23 = _meet(h, o, 1, 2)
+    if c23 is not None and _isolated(h[0], c23 - o[0], c23 - o[0]) and \
+            _isolated(h[2], c - c23, c - c23):
+        new = replace(g, o=np.concatenate([o[:1], [c23, c23], o[3:]]))
+        return _family('spherical_wrist', new, g, 'second')
     return None
 
 
 def _isolated(k, p, q):
-    """Whether subproblem 3 about axis 3 (along ``k`` (3,)) has isolated solutions: both
+    """Whether subproblem 3 (or 2) about an axis along ``k`` (3,) has isolated solutions: both
     vectors ``p`` and ``q`` (3,) from a point on the axis -- the next point the arm places and
     the previous joint's -- off the axis by more than :data:`DISTANCE_TOLERANCE`. Otherwise a
     turn about it does not change their distance, and the solutions form a continuum of which
@@ -425,12 +432,19 @@ def _spherical_wrist(g, R, p, shoulder):
         q2 = sp1(v, y[:, :, None], h[1])
         q1 = np.broadcast_to(q1[..., None], (N, 2, 2))
         exact = e1[:, None, None] & e3[:, :, None]
-    else:                                                          # axes 1 and 2 meet at o1
+    elif shoulder == 'meeting':                                    # axes 1 and 2 meet at o1
         q3, e3 = sp3(p3c, -p23, h[2], np.linalg.norm(c, axis=-1))  # (N, 2)
         v = p23 + rotate(h[2], q3, p3c)                            # (N, 2, 3)
         q1, q2, e12 = sp2(np.broadcast_to(c[:, None], (N, 2, 3)), v, -h[0], h[1])  # (N, 2, 2)
         q3 = np.broadcast_to(q3[..., None], (N, 2, 2))
         exact = e3[:, None, None] & e12[:, :, None]
+    else:                                                # axes 2 and 3 meet at o2 = o3
+        # rot(h2, q2) rot(h3, q3) p3c = rot(h1, -q1) c - p12 keeps its length |p3c|.
+        q1, e1 = sp3(c, p12, -h[0], np.linalg.norm(p3c))           # (N, 2)
+        y = rotate(h[0], -q1, c[:, None]) - p12                    # (N, 2, 3)
+        q2, q3, e23 = sp2(y, np.broadcast_to(p3c, y.shape), -h[1], h[2])  # (N, 2, 2)
+        q1 = np.broadcast_to(q1[..., None], (N, 2, 2))
+        exact = e1[:, None, None] & e23[:, :, None]
     # R36 = R03^T R06 on h6 and on w (at right angles to h6): R06 h6 and R06 w turned back
     # about axes 1, 2 and 3 (N, 2, 2, [h6, w], 3).
     w = _perpendicular(h[5])
@@ -669,7 +683,7 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only, limits, singular_q5):
                 if not (l3 and _misses(q3, l3)):
                     q2 = sp1_one(_add(p23, rotate3(h3, q3, p3c)), y, h2)
                     arms.append((q1, q2, q3, e1 and e3))
-    else:
+    elif shoulder == 'meeting':
         q3s, e3 = sp3_one(p3c, _neg(p23), h3, math.sqrt(dot3(c, c)))
         if exact_only and not e3:
             return []
@@ -677,6 +691,16 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only, limits, singular_q5):
             if not (l3 and _misses(q3, l3)):
                 pairs, e12 = sp2_one(c, _add(p23, rotate3(h3, q3, p3c)), _neg(h1), h2)
                 arms.extend((q1, q2, q3, e3 and e12) for q1, q2 in pairs)
+    else:                                                # axes 2 and 3 meet
+        q1s, e1 = sp3_one(c, p12, _neg(h1), math.sqrt(dot3(p3c, p3c)))
+        if exact_only and not e1:
+            return []
+        for q1 in q1s:
+            if l1 and _misses(q1, l1):
+                continue
+            pairs, e23 = sp2_one(_sub(rotate3(h1, -q1, c), p12), p3c, _neg(h2), h3)
+            arms.extend((q1, q2, q3, e1 and e23) for q2, q3 in pairs
+                        if not (l3 and _misses(q3, l3)))
     R06h6, R06w = _apply(R06, h6), _apply(R06, v['w6'])
     # R03^T = rot(h3, -q3) rot(h2, -q2) rot(h1, -q1): one turn about h2 for parallel axes 2
     # and 3 (h3 = +-h2), and one turn about h1 for the arms sharing q1.
