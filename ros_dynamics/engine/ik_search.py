@@ -430,11 +430,11 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
     """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
     ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
     angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
-    the joints outside ``active`` (m, bool) held, and so, stepping again, the joints a step
-    would take past a limit (an active set: the others then make the whole move) -- while each
-    iteration cuts the cost at least fourfold, at most :data:`WARM_ITERATIONS`: ``(x (m,),
-    position error [m], orientation error [rad], iterations)`` once both errors are within the
-    tolerances, else None (the seed too far for quadratic convergence: the search then runs).
+    the joints outside ``active`` (m, bool) held, the joints a step would take past a limit
+    stopped there (:func:`_limited_step`) -- while each iteration cuts the cost at least
+    fourfold, at most :data:`WARM_ITERATIONS`: ``(x (m,), position error [m], orientation
+    error [rad], iterations)`` once both errors are within the tolerances, else None (the seed
+    too far for quadratic convergence: the search then runs).
     """
     lower, upper = limits
     if np.any((x_seed < lower) | (x_seed > upper)):
@@ -453,12 +453,32 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
         previous = cost
         if active is not None:
             JT = JT * active[:, None]
-        pull = (x_seed - x)[None] if redundant else None
-        stepped = x + damped_step(JT, e, np.array([cost]), pull)[0]
-        past = (stepped < lower) | (stepped > upper)
-        if past.any():
-            stepped = x + damped_step(JT * ~past[:, None], e, np.array([cost]), pull)[0]
-        x = np.clip(stepped, lower, upper)
+        pull = x_seed - x if redundant else None
+        x = np.clip(x + _limited_step(JT[0], e[0], cost, pull, x, lower, upper), lower, upper)
+
+
+def _limited_step(JT, e, cost, pull, x, lower, upper):
+    """The damped least-squares step (m,) of one configuration ``x`` (m,) -- transposed
+    Jacobian ``JT`` (m, 6), error ``e`` (6,), cost ``e^T e / 2``, ``pull`` (m,) or None as
+    :func:`damped_step` -- with an active set: a joint the step would take past a limit moves
+    to it, its column leaves the Jacobian and its move the error (``e - J dx_i``), and the
+    others step again, until none crosses a limit (two joints at limits, as on Panda and xArm7
+    near their stops, each push the other's step out in turn).
+    """
+    fixed = np.zeros(len(x), dtype=bool)
+    move = np.zeros(len(x))
+    for _ in range(len(x)):
+        free = ~fixed
+        step = damped_step((JT * free[:, None])[None], (e - move @ JT)[None], np.array([cost]),
+                           None if pull is None else (pull * free)[None])[0]
+        step[fixed] = move[fixed]
+        stepped = x + step
+        past = ((stepped < lower) | (stepped > upper)) & free
+        if not past.any():
+            break
+        fixed |= past
+        move[past] = np.clip(stepped[past], lower[past], upper[past]) - x[past]
+    return step
 
 
 def pull_weight(cost):
