@@ -12,6 +12,7 @@ import pinocchio as pin
 from pinocchio_reference import Arm
 import pytest
 from robots import BAXTER, KINOVA, PANDA, TALOS, TIAGO, UR5, calibrated, erd, flipped, load
+from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik, ik_analytic, ik_answers, ik_held, ik_search
@@ -621,6 +622,48 @@ def test_a_narrow_wrist_at_its_singularity_stays_where_it_is(tmp_path):
         q[4] = 0.0
         result = arm.solver.solve('tool', arm.pose(q), q)
         assert result.success and result.method == 'seed'
+
+
+@pytest.mark.parametrize('shoulder', ['parallel', 'second'])
+def test_a_wrist_centre_on_axis_1_is_answered_next_to_the_seed(shoulder, tmp_path):
+    """The shoulder singularity: the wrist centre on axis 1 (a PUMA without shoulder offset;
+    axes 2 and 3 meeting), where angle 1 is free and the subproblems give an arbitrary point
+    of the continuum (found by a review: 31 and 39 of 40 seeds 1e-3 off answered up to 5.2 rad
+    away). As at the wrist singularity, the seed is iterated and its solution comes first.
+    """
+    joints = {'parallel': [('0 0 0.1', '0 0 1'), ('0 0 0.2', '0 1 0'), ('0.3 0 0', '0 1 0'),
+                           ('0.05 0 0.25', '0 0 1'), ('0 0 0', '0 1 0'), ('0 0 0', '0 0 1')],
+              'second': [('0 0 0.1', '0 0 1'), ('0.1 0.02 0.25', '0 1 0'),
+                         ('0 0 0', '0.9578 0 0.2873'), ('0.05 0.03 0.3', '0 0 1'),
+                         ('0 0 0', '0 1 0'), ('0 0 0', '1 0 0')]}[shoulder]
+    path = tmp_path / 'shoulder.urdf'
+    path.write_text(_six_joint_urdf('shoulder', [(x, a, 3.14159) for x, a in joints]))
+    arm = Arm(str(path), 'tool')
+    family = arm.solver.family('tool')
+    assert (family.name, family.shoulder) == ('spherical_wrist', shoulder)
+    chain = arm.solver.chain('tool')
+
+    def off_axis_1(x23, x):                  # the wrist centre (joint 4's origin) from axis 1
+        x = x.copy()
+        x[1:3] = x23
+        return chain._frames(x[None])[0][0, 3, :2, 3]
+
+    rng = np.random.default_rng(7)
+    answered = 0
+    while answered < 20:
+        x = rng.uniform(-3.0, 3.0, 6)
+        fit = least_squares(off_axis_1, x[1:3], args=(x,), xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        x[1:3] = fit.x
+        if np.abs(fit.fun).max() > 1e-12 or np.abs(x).max() > 3.14159:
+            continue
+        T = arm.pose(x)
+        assert family.shoulder_singular(T)
+        seed = x + rng.uniform(-1e-3, 1e-3, 6)
+        result = arm.solver.solve('tool', T, seed)
+        assert result.success and np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
+        for q in result.solutions:
+            assert_solves(arm, q, T, 1e-5)
+        answered += 1
 
 
 @pytest.fixture(scope='module')

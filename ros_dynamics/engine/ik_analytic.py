@@ -65,6 +65,8 @@ ANGLE_TOLERANCE = 2e-3
 DISTANCE_TOLERANCE = 2e-3
 #: Axes 4 and 6 within this angle [rad] count as aligned: the wrist singularity.
 SINGULAR_ANGLE = 1e-6
+#: A wrist centre this near axis 1 [m] is on it: the shoulder singularity.
+SINGULAR_DISTANCE = 1e-6
 #: Gauss-Newton steps of :func:`polish` at most.
 POLISH_STEPS = 6
 #: [m or rad] A branch whose pose is off by more than this (its largest error component) is
@@ -164,6 +166,8 @@ class Family:
         diffs = [tuple(v) for v in (np.diff(o, axis=0)).tolist()]
         return {'h': h, 'p01': tuple(o[0].tolist()), 'p': diffs,
                 'p6T': tuple((g.p0 - o[5]).tolist()), 'R0T': g.R0.T.copy(),
+                # the wrist centre's offset from the tip, in the tip's frame: R0^T (p0 - o6)
+                'w0': tuple((g.R0.T @ (g.p0 - o[5])).tolist()),
                 'w2': tuple(_perpendicular(g.h[1]).tolist()),
                 'w6': tuple(_perpendicular(g.h[5]).tolist()),
                 # axes 3 and 4 along (+1) or against (-1) axis 2 (three parallel axes)
@@ -230,6 +234,31 @@ class Family:
             return False
         k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)   # read backwards: -q2
         return any(_at_singularity(sign * float(q[k]), q5) for q in qs)
+
+    def shoulder_singular(self, T):
+        """Whether the tip pose ``T`` (4, 4) in the root frame puts the point the first three
+        joints place -- the wrist centre, where axes 5 and 6 meet for three parallel axes --
+        on axis 1 (within :data:`SINGULAR_DISTANCE`; read backwards, on axis 6): angle 1 then
+        turns it about itself, and the solutions form a continuum, of which the subproblems
+        give an arbitrary point. Not for subproblem 6's family, whose axes 5 and 6 do not meet.
+        In Python floats (a few microseconds: every one-pose answer asks).
+        """
+        if self.name == 'three_parallel_offset':
+            return False
+        (a, b, c, x), (d, e, f, y), (g, h, i, z), _ = T.tolist()
+        if self.geometry.reversed:             # R^T, -R^T p
+            a, b, c, d, e, f, g, h, i, x, y, z = (
+                a, d, g, b, e, h, c, f, i,
+                -(a * x + d * y + g * z), -(b * x + e * y + h * z), -(c * x + f * y + i * z))
+        v = self._vectors
+        wx, wy, wz = v['w0']
+        ox, oy, oz = v['p01']
+        x -= a * wx + b * wy + c * wz + ox
+        y -= d * wx + e * wy + f * wz + oy
+        z -= g * wx + h * wy + i * wz + oz
+        kx, ky, kz = v['h'][0]
+        n = (ky * z - kz * y, kz * x - kx * z, kx * y - ky * x)
+        return dot3(n, n) < SINGULAR_DISTANCE ** 2
 
     def solve(self, R, p):
         """Joint angles (N, 8, 6) of the chain (root first) for tip poses ``R`` (N, 3, 3),

@@ -46,7 +46,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     an :class:`IKResult`, nearest the seed first -- a failure when the target is out of reach of
     an exact geometry, None when every solution lies outside the limits (the numerical search
     should try) -- and whether the target is at the wrist singularity
-    (:meth:`~ros_dynamics.engine.ik_analytic.Family.any_singular`). There the solutions form a
+    (:meth:`~ros_dynamics.engine.ik_analytic.Family.any_singular`) or the shoulder's
+    (:meth:`~ros_dynamics.engine.ik_analytic.Family.shoulder_singular`). There the solutions form a
     continuum, of which the subproblems give one point, not the one nearest the seed (a robot
     asked for where it is would move), and rounding can leave that point off the target (a
     reachable pose answered 'out of reach'): the search should try from the seed, and these
@@ -60,7 +61,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         limits = _past(chain.float_limits, POLISH_REACH) if _pruned(family, p_tol, o_tol) \
             else None
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
-        singular = family.any_singular(q for q, _ in candidates)
+        singular = family.any_singular(q for q, _ in candidates) or \
+            family.shoulder_singular(T_target)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
         if result is not None:
@@ -69,7 +71,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
     X = np.repeat(x_seed[None], Q.shape[1], axis=0)
     X[:, act] = Q[0]
-    singular = family.any_singular(X[:, act])
+    singular = family.any_singular(X[:, act]) or \
+        family.shoulder_singular(T_target)
     if family.approximate:
         e = ik_analytic.polish(chain, X, T_target, act, 0.1 * min(p_tol, o_tol))
     else:
