@@ -36,7 +36,7 @@ ROBOTS = {   # example-robot-data URDF, tip frame
     'kinova': ('kinova_description/robots/kinova.urdf', 'j2s6s200_end_effector'),
     'talos (branched)': ('talos_data/robots/talos_reduced.urdf', 'gripper_left_base_link'),
 }
-IK_ARMS = {   # example-robot-data URDF, tip frame: the arm is the chain from the root link to it
+IK_ARMS = {   # URDF (of erd()), tip frame: the arm is the chain from the root link to it
     'panda': ROBOTS['panda'],
     'ur5': ROBOTS['ur5'],
     'kinova': ROBOTS['kinova'],
@@ -48,6 +48,8 @@ IK_ARMS = {   # example-robot-data URDF, tip frame: the arm is the chain from th
     'tiago arm (branched, prismatic torso)': ('tiago_description/robots/tiago.urdf',
                                               'arm_tool_link'),
     'so100 to its jaw (offset wrist)': ('so_arm_description/urdf/so100.urdf', 'jaw'),
+    # The issue's iiwa: example-robot-data has none; pybullet (a peer here) ships one.
+    'iiwa (pybullet_data)': ('pybullet_data/kuka_iiwa/model.urdf', 'lbr_iiwa_link_7'),
 }
 #: The bundled demo arm (the closed loop's first robot).
 DEMO_ARM = os.path.join(os.path.dirname(HERE), 'ros_dynamics', 'robots', 'demo_arm.urdf')
@@ -58,6 +60,10 @@ PEERS = (peers.Pinocchio, peers.RoboticsToolbox, peers.PyKDL, peers.PyBullet, pe
 
 
 def erd(relative):
+    """Path of a URDF of example-robot-data, or of pybullet's data (``pybullet_data/...``)."""
+    if relative.startswith('pybullet_data/'):
+        import pybullet_data
+        return os.path.join(pybullet_data.getDataPath(), relative.split('/', 1)[1])
     for base in {sysconfig.get_paths()['purelib'], sysconfig.get_paths()['platlib']}:
         path = os.path.join(base, 'cmeel.prefix', 'share', 'example-robot-data', 'robots',
                             relative)
