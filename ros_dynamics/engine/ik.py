@@ -25,6 +25,7 @@ from .ik_answers import (
     IKResult,
     analytic_result,
     held_result,
+    near_seed,
     seed_result,
     unchecked,
     warm_result,
@@ -165,16 +166,11 @@ class IKSolver:
                     return answer
                 # A snapped geometry near a singularity can put its solutions tenths of a
                 # radian off the true ones, too far for polishing to reach the one next to
-                # the seed: a seed near the target (a robot tracking it) whose answer is far
-                # from it is iterated alone too, and its solution joins the subproblems' (held
-                # joints: :func:`~.ik_answers.held_result`). Not where the snapping's drift is
-                # within the tolerances: its solutions are the true chain's.
-                near = warm_result(model, chain, T_target, q_seed, chain.pose(q_seed[moved]),
-                                   active, position_tolerance, orientation_tolerance)
-                if near is None:
-                    return answer
-                return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions,
-                                        (position_tolerance, orientation_tolerance))
+                # the seed (held joints: :func:`~.ik_answers.held_result`). Not where the
+                # snapping's drift is within the tolerances: its solutions are the true chain's.
+                return near_seed(model, chain, answer, T_target, q_seed,
+                                 chain.pose(q_seed[moved]), active, position_tolerance,
+                                 orientation_tolerance, max_solutions)
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.

@@ -311,23 +311,22 @@ def _classify_one(g):
         new = replace(g, o=np.concatenate([[c12, c12], o[2:]]))
         return _family('spherical_wrist', new, g, 'meeting')
     c23 = _meet(h, o, 1, 2)
-    if c23 is not None and _isolated(h[0], c23 - o[0], c23 - o[0]) and \
-            _isolated(h[2], c - c23, c - c23):
+    if c23 is not None and _isolated(h[0], c23 - o[0]) and _isolated(h[2], c - c23):
         new = replace(g, o=np.concatenate([o[:1], [c23, c23], o[3:]]))
         return _family('spherical_wrist', new, g, 'second')
     return None
 
 
-def _isolated(k, p, q):
-    """Whether subproblem 3 (or 2) about an axis along ``k`` (3,) has isolated solutions: both
-    vectors ``p`` and ``q`` (3,) from a point on the axis -- the next point the arm places and
-    the previous joint's -- off the axis by more than :data:`DISTANCE_TOLERANCE`. Otherwise a
-    turn about it does not change their distance, and the solutions form a continuum of which
-    the subproblems would give a few points only: two axes meeting or parallel on the same line
+def _isolated(k, *vectors):
+    """Whether subproblem 3 (or 2) about an axis along ``k`` (3,) has isolated solutions: the
+    ``vectors`` (each (3,)) from a point on the axis -- the next point the arm places, the
+    previous joint's -- off the axis by more than :data:`DISTANCE_TOLERANCE`. Otherwise a turn
+    about it does not change their distance, and the solutions form a continuum of which the
+    subproblems would give a few points only: two axes meeting or parallel on the same line
     (coincident), or a spherical shoulder -- axes 1, 2 and 3 meeting, as on a humanoid's waist
     below its arm -- with a spherical wrist.
     """
-    return min(np.linalg.norm(cross(k, p)), np.linalg.norm(cross(k, q))) > DISTANCE_TOLERANCE
+    return min(np.linalg.norm(cross(k, v)) for v in vectors) > DISTANCE_TOLERANCE
 
 
 def _aligned(h, axes):

@@ -187,19 +187,29 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
         return result
     # Where the six joints are near a singularity of their own (the whole chain need not be),
-    # the seed's held values can leave none of their solutions next to the seed: a seed near
-    # the target (a robot tracking it) is iterated alone too, and its solution joins these.
-    T_seed = chain.pose(x_seed) if T_seed is None else T_seed
-    near = warm_result(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
-    if near is None:
-        return result
-    return with_closed_form(near, result, chain, T_target, q_seed, max_solutions, (p_tol, o_tol))
+    # the seed's held values can leave none of their solutions next to the seed.
+    return near_seed(model, chain, result, T_target, q_seed,
+                     chain.pose(x_seed) if T_seed is None else T_seed, None, p_tol, o_tol,
+                     max_solutions)
 
 
 #: [rad or m] A closed-form answer farther than this from a seed near its target (some joint)
-#: may have left the seed's branch: the seed is iterated too (:meth:`IKSolver.solve`,
-#: :func:`held_result`).
+#: may have left the seed's branch: the seed is iterated too (:func:`near_seed`).
 BRANCH_JUMP = 0.1
+
+
+def near_seed(model, chain, answer, T_target, q_seed, T_seed, active, p_tol, o_tol,
+              max_solutions):
+    """A closed form's ``answer`` farther than :data:`BRANCH_JUMP` from the seed, joined by
+    the seed's own iteration (:func:`warm_result`) when the seed's pose ``T_seed`` (4, 4) is
+    near the target (a robot tracking it) and the iteration converges -- its solution, next to
+    the seed, then comes first -- else as it is.
+    """
+    near = warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol)
+    if near is None:
+        return answer
+    return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions,
+                            (p_tol, o_tol))
 
 
 #: Seed-table neighbours whose held values one answer tries, one after the other.
