@@ -28,8 +28,8 @@ imports form no cycle; :data:`LAYERS` lists them and ``test/test_engine_layers.p
    ``kinematics``, ``configuration``, ``jacobians``, ``rnea``, ``rnea_batch``, ``crba``, ``aba``,
    ``centroidal``, ``contacts``; ``regressors``, ``differentiation``, ``identification``
    (payloads), ``observers`` (external torques and wrenches, collisions); ``ik_chain``,
-   ``ik_seeds``, ``ik_search``, ``ik_analytic``, ``ik_held``, ``ik_answers``, ``ik_requests``,
-   ``ik_path``, ``ik`` (the :class:`IKSolver`), ``planar_ik``;
+   ``ik_seeds``, ``ik_search``, ``ik_analytic``, ``ik_held``, ``ik_pairs``, ``ik_answers``,
+   ``ik_requests``, ``ik_path``, ``ik`` (the :class:`IKSolver`), ``planar_ik``;
 5. *facade* -- ``robot`` (:class:`RobotModel`: the model with the algorithms as methods, what
    users build), and this package, which loads its names lazily: importing
    ``ros_dynamics.engine.model`` loads no algorithm.
@@ -45,8 +45,8 @@ LAYERS = (
     ('algorithms', ('kinematics', 'configuration', 'jacobians', 'rnea', 'rnea_batch', 'crba',
                     'aba', 'centroidal', 'contacts', 'regressors', 'differentiation',
                     'identification', 'observers', 'ik_chain', 'ik_seeds', 'ik_search',
-                    'ik_analytic', 'ik_held', 'ik_answers', 'ik_requests', 'ik_path', 'ik',
-                    'planar_ik')),
+                    'ik_analytic', 'ik_held', 'ik_pairs', 'ik_answers', 'ik_requests',
+                    'ik_path', 'ik', 'planar_ik')),
     ('facade', ('robot',)),
 )
 

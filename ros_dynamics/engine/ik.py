@@ -6,7 +6,10 @@ An :class:`IKSolver` holds what a model's IK keeps between solves -- one
 (:mod:`~ros_dynamics.engine.ik_seeds`) per tip frame -- and is safe to share between threads.
 A solve validates its request (typed errors naming the argument, every number bounded). Six
 revolute joints of a recognised geometry are solved analytically: every solution at once,
-shifted by whole turns toward the seed inside the limits, nearest the seed first. Other chains
+shifted by whole turns toward the seed inside the limits, nearest the seed first (longer
+chains with the others held, :mod:`~ros_dynamics.engine.ik_held`); six whose axes meet in
+pairs (Baxter's arm, its first joint held) by a search over one angle, the others in closed
+form (:mod:`~ros_dynamics.engine.ik_pairs`, one answer). Other chains
 (and analytic targets whose every solution lies outside the limits) run the numerical search of
 :mod:`~ros_dynamics.engine.ik_search` until the deadline (monotonic clock). Only a
 configuration whose errors are within both tolerances is a success; otherwise the best one
@@ -18,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import ik_analytic, ik_held, kinematics
+from . import ik_analytic, ik_held, ik_pairs, kinematics
 from .exceptions import InvalidInputError
 from .ik_answers import (
     BRANCH_JUMP,
@@ -26,6 +29,7 @@ from .ik_answers import (
     analytic_result,
     held_result,
     near_seed,
+    paired_result,
     seed_result,
     unchecked,
     warm_result,
@@ -57,6 +61,7 @@ class IKSolver:
         self._tables: dict[str, SeedTable] = {}
         self._families: dict[str, Optional[ik_analytic.Family]] = {}
         self._held: dict[str, Optional[ik_held.HeldJoints]] = {}
+        self._pairs: dict[str, Optional[ik_pairs.PairedAxes]] = {}
 
     def chain(self, frame: str) -> Chain:
         """The chain of ``frame`` (built once, then kept)."""
@@ -196,26 +201,37 @@ class IKSolver:
     def _closed_form(self, chain, family, T_target, q_seed, active, p_tol, o_tol,
                      max_solutions, deadline):
         """The analytic answer (six joints of ``family``, the chain's with the joints outside
-        ``active`` held, or None; more joints with the others held) or None, and whether the
-        target is at the wrist singularity (:func:`analytic_result`).
+        ``active`` held, or None; more joints with the others held; for one answer, six whose
+        axes meet in pairs) or None, and whether the target is at the wrist singularity
+        (:func:`analytic_result`).
         """
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,
                                    o_tol, max_solutions)
-        held = self._held_joints(chain) if active is None else None
-        if held is None:
+        if active is not None:
             return None, False
-        return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
-                           q_seed, p_tol, o_tol, max_solutions, deadline), False
+        held = self._held_joints(chain)
+        if held is not None:
+            return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
+                               q_seed, p_tol, o_tol, max_solutions, deadline), False
+        pairs = self._kept(self._pairs, chain, ik_pairs.paired_axes)
+        if pairs is None or (max_solutions or 1) > 1:        # several: the search collects them
+            return None, False
+        return paired_result(self.model, chain, pairs, self.seed_table(chain.frame), T_target,
+                             q_seed, p_tol, o_tol, deadline), False
 
     def _held_joints(self, chain):
         """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoints` or None (kept)."""
+        return self._kept(self._held, chain, ik_held.held_joints)
+
+    def _kept(self, store, chain, build):
+        """``build(chain)``, kept in ``store`` (a dictionary by frame) once built."""
         with self._lock:
-            if chain.frame in self._held:
-                return self._held[chain.frame]
-        held = ik_held.held_joints(chain)
+            if chain.frame in store:
+                return store[chain.frame]
+        built = build(chain)
         with self._lock:
-            return self._held.setdefault(chain.frame, held)
+            return store.setdefault(chain.frame, built)
 
     def solve_path(self, tip_frame: str, T_targets, q_seed=None, **options) -> PathResult:
         """Joint positions putting ``tip_frame`` at each of ``T_targets`` (N, 4, 4) in turn, on

@@ -35,7 +35,8 @@ _I4 = np.eye(4)
 @dataclass(frozen=True)
 class HeldJoints:
     """A chain of ``m`` > 6 joints (``chain.moved``) solved as six with the others held:
-    ``family`` of the six (the held joints at zero); ``before`` held joints come first, the
+    ``family`` of the six (the held joints at zero; None when another solver takes them,
+    :mod:`~ros_dynamics.engine.ik_pairs`); ``before`` held joints come first, the
     rest of ``held`` (h,) (indices into ``chain.moved``) after the six. Per held joint its twist
     ``twists`` (h, 4, 4) at the zero configuration -- in the root frame for those before, in
     the tip's zero frame for those after -- and its square ``twists2`` (h, 4, 4); ``slides``
@@ -132,22 +133,35 @@ def held_joints(chain) -> Optional[HeldJoints]:
     its waist and shoulder pitch 318 against 282 holding two waist and two wrist joints;
     Romeo's arm 258 against 249).
     """
+    for before, free, g in sixes(chain, 7):
+        family = ik_analytic.classify(g)
+        if family is not None:
+            return hold(chain, family, np.flatnonzero(~free), before)
+    return None
+
+
+def sixes(chain, least):
+    """``(before, free, geometry)`` of each six consecutive revolute joints of ``chain`` --
+    ``before`` joints before them, ``free`` (m, bool) marking them, their
+    :class:`~ros_dynamics.engine.ik_analytic.Geometry` with the others at zero -- the six
+    farthest from the root first (the joints nearest it held first); none when fewer than
+    ``least`` joints move the chain or a mimic joint couples them.
+    """
     m = len(chain.moved)
-    if m <= 6 or chain.mimic:
-        return None
+    if m < least or chain.mimic:
+        return
     zeros = np.zeros(m)
     for before in reversed(range(m - 5)):
         free = np.zeros(m, dtype=bool)
         free[before:before + 6] = True
         g = ik_analytic.geometry(chain, zeros, free)
-        family = ik_analytic.classify(g) if g is not None else None
-        if family is not None:
-            return _held(chain, family, np.flatnonzero(~free), before)
-    return None
+        if g is not None:
+            yield before, free, g
 
 
-def _held(chain, family, held, before):
-    """:class:`HeldJoints` of ``family`` with the joints ``held`` (h,), ``before`` of them
+def hold(chain, family, held, before):
+    """:class:`HeldJoints` of ``family`` (None: the six are solved otherwise, as by
+    :mod:`~ros_dynamics.engine.ik_pairs`) with the joints ``held`` (h,), ``before`` of them
     first: their twists from the joint frames at the zero configuration.
     """
     frames, tip = chain._frames(np.zeros((1, len(chain.moved))))

@@ -1,0 +1,142 @@
+"""Chains whose six solved joints meet in pairs -- Baxter's arms with their first joint held --
+solved by the one-angle search of :mod:`ros_dynamics.engine.ik_pairs`: every answer checked
+with Pinocchio's forward kinematics, the root against the configuration that made the target.
+"""
+import numpy as np
+from pinocchio_reference import Arm
+import pytest
+from robots import BAXTER, PANDA, UR5, calibrated, erd, load
+
+from ros_dynamics.engine import ik_pairs
+from ros_dynamics.engine.ik import IKSolver
+
+HUMANOID = 'simple_humanoid_description/urdf/simple_humanoid.urdf'
+# (description, tip, the joints held, of 60 random targets at least this many answered by the
+# search over one angle): a held joint after the six (the finger's slide) too. The simple
+# humanoid's arm on its waist is paired too (waist roll and yaw, shoulder pitch and roll, its
+# yaw and the elbow), but its shoulder's turns reach the target's point C only over narrow
+# ranges of angle 4: starts 0.05 rad off lose a third of the roots (the search answers).
+PAIRED = [(BAXTER, 'left_gripper', ['left_s0'], 48),
+          (BAXTER, 'r_gripper_l_finger', ['right_s0', 'r_gripper_l_finger_joint'], 48),
+          (HUMANOID, 'RARM_LINK4', ['WAIST_P'], 30)]
+
+
+def inside(model, chain, margin):
+    """The chain's limits narrowed by ``margin`` [rad] (a finger's slide by a quarter)."""
+    lo, hi = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    margin = np.minimum(margin, 0.25 * (hi - lo))
+    return lo + margin, hi - margin
+
+
+@pytest.fixture(scope='module', params=PAIRED, ids=lambda p: p[1])
+def arm(request):
+    relative, tip, held, paired = request.param
+    a = Arm(erd(relative), tip)
+    a.solver.prepare(tip)
+    a.held, a.paired = held, paired
+    return a
+
+
+def test_the_joints_nearest_the_root_are_held_and_the_rest_paired(arm):
+    chain = arm.solver.chain(arm.tip)
+    pairs = ik_pairs.paired_axes(chain)
+    assert arm.solver.family(arm.tip) is None and arm.solver._held_joints(chain) is None
+    assert [arm.model.q_names[i] for i in chain.moved[pairs.held.held]] == arm.held
+
+
+@pytest.mark.parametrize('relative, tip', [(PANDA, 'panda_hand'), (UR5, 'tool0')])
+def test_arms_whose_axes_do_not_meet_in_pairs_are_not_paired(relative, tip):
+    solver = IKSolver(load(erd(relative)))
+    assert ik_pairs.paired_axes(solver.chain(tip)) is None
+
+
+def test_a_calibrated_baxter_is_not_paired_and_stays_numerical(tmp_path):
+    """Axes tilted by 1 mrad and moved by 0.3 mm no longer meet: the decomposition would not be
+    exact, and the search answers.
+    """
+    model = load(calibrated(BAXTER, tmp_path, 1e-3, 3e-4, 5))
+    solver = IKSolver(model)
+    solver.prepare('left_gripper')
+    assert ik_pairs.paired_axes(solver.chain('left_gripper')) is None
+    q = np.random.default_rng(2).uniform(model.sampling_lower, model.sampling_upper)
+    result = solver.solve('left_gripper', model.frame_pose(q, 'left_gripper'),
+                          model.middle_configuration(), rng=0)
+    assert result.success and result.method == 'numerical'
+
+
+@pytest.mark.parametrize('relative, tip', [p[:2] for p in PAIRED[:2]], ids=['left', 'right'])
+def test_the_root_next_to_the_targets_own_configuration_is_that_configuration(relative, tip):
+    """Started 0.05 rad from the configuration that made the target (Pinocchio's pose), the
+    search over one angle and the five subproblems give that configuration back -- away from
+    the six joints' singularities, where a solution 1e-10 off the target can lie 1e-3 rad from
+    it.
+    """
+    arm = Arm(erd(relative), tip)
+    chain = arm.solver.chain(tip)
+    pairs = ik_pairs.paired_axes(chain)
+    rng = np.random.default_rng(11)
+    lo, hi = inside(arm.model, chain, 0.1)
+    checked = 0
+    for _ in range(40):
+        x_true = rng.uniform(lo, hi)
+        J = chain.evaluate(x_true[None])[1][0, pairs.held.free]               # (6, 6)
+        if np.linalg.svd(J, compute_uv=False)[-1] < 0.01:
+            continue
+        checked += 1
+        q = arm.model.middle_configuration()
+        q[chain.moved] = x_true
+        T = arm.pose(q)
+        start = x_true + np.where(pairs.held.free, rng.uniform(-0.05, 0.05, len(x_true)), 0.0)
+        x = pairs.solve_near(T, start, 1e-5)
+        assert x is not None
+        d = np.remainder(np.array(x) - x_true + np.pi, 2 * np.pi) - np.pi
+        assert np.abs(d).max() < 1e-7
+    assert checked >= 30
+
+
+def test_random_targets_are_answered_on_pinocchios_pose_inside_the_limits(arm):
+    """Targets from random configurations, the seed mid-range: most answered by the search over
+    one angle (the others by the numerical search), each within the tolerances on Pinocchio's
+    pose and inside the limits -- at the default tolerances and at 1e-10.
+    """
+    model = arm.model
+    rng = np.random.default_rng(12)
+    paired = 0
+    for i in range(60):
+        T = arm.pose(rng.uniform(model.sampling_lower, model.sampling_upper))
+        tolerance = 1e-10 if i % 3 == 0 else 1e-5
+        result = arm.solver.solve(arm.tip, T, model.middle_configuration(), rng=i,
+                                  position_tolerance=tolerance, orientation_tolerance=tolerance,
+                                  timeout=0.5)
+        assert result.success, result.message
+        paired += result.method.startswith('paired axes')
+        T_q = arm.pose(result.q)
+        assert np.abs(T_q[:3, 3] - T[:3, 3]).max() <= tolerance
+        assert np.abs(T_q[:3, :3] - T[:3, :3]).max() <= 2 * tolerance
+        assert np.all((result.q >= model.lower_limits) & (result.q <= model.upper_limits))
+        np.testing.assert_array_equal(result.solutions[0], result.q)
+    assert paired >= arm.paired
+
+
+def test_a_near_seed_several_solutions_and_held_joints_take_the_search(arm):
+    """A seed near its target is iterated alone (its answer next to it); several solutions and
+    joints held by the caller are the numerical search's; a seed that reaches the target is the
+    answer.
+    """
+    model, chain = arm.model, arm.solver.chain(arm.tip)
+    rng = np.random.default_rng(13)
+    q = model.middle_configuration()
+    q[chain.moved] = rng.uniform(*inside(model, chain, 0.2))
+    T = arm.pose(q)
+    seed = q.copy()
+    seed[chain.moved] += rng.normal(scale=0.01, size=len(chain.moved))
+    near = arm.solver.solve(arm.tip, T, seed, rng=0)
+    assert near.success and near.method == 'numerical'
+    assert np.abs(near.q - seed).max() < 0.1
+    middle = model.middle_configuration()
+    several = arm.solver.solve(arm.tip, T, middle, max_solutions=3, rng=0, timeout=0.05)
+    assert several.success and several.method == 'numerical'
+    active = [model.q_names[i] for i in chain.moved[1:]]
+    held = arm.solver.solve(arm.tip, T, middle, active_joints=active, rng=0, timeout=0.05)
+    assert held.method == 'numerical'
+    assert arm.solver.solve(arm.tip, T, q).method == 'seed'
