@@ -30,6 +30,7 @@ from .ik_answers import (
     held_result,
     near_seed,
     paired_result,
+    paired_share,
     seed_result,
     unchecked,
     warm_result,
@@ -61,6 +62,7 @@ class IKSolver:
         self._tables: dict[str, SeedTable] = {}
         self._families: dict[str, Optional[ik_analytic.Family]] = {}
         self._held: dict[str, Optional[ik_held.HeldJoints]] = {}
+        #: Per frame, the paired axes :meth:`prepare` keeps (:data:`PAIRED_SHARE`).
         self._pairs: dict[str, Optional[ik_pairs.PairedAxes]] = {}
 
     def chain(self, frame: str) -> Chain:
@@ -104,18 +106,26 @@ class IKSolver:
         later :meth:`solve` calls start next to their targets, a damped least-squares step ahead.
         A one-time cost (40-60 ms and about 11 MB for 20,000 samples of the benchmark's 6- to
         9-joint arms) that makes most solves about twice as fast and rarely-solved targets
-        reliable. ``rng``: seed or
-        generator of the samples.
+        reliable. Six joints whose axes meet in pairs (:mod:`~ros_dynamics.engine.ik_pairs`)
+        are tried on 50 random targets too (10-30 ms more), and kept only where they answer
+        :data:`PAIRED_SHARE` of them. ``rng``: seed or generator of the samples.
         """
         if not (isinstance(samples, (int, np.integer)) and 1 <= samples <= MAX_SEED_SAMPLES):
             raise InvalidInputError(f'samples: expected a whole number in 1..{MAX_SEED_SAMPLES}, '
                                     f'got {samples!r}')
         chain = self.chain(frame)
-        table = SeedTable(chain, chain.lower, chain.upper, int(samples),
-                          np.random.default_rng(rng))
+        generator = np.random.default_rng(rng)
+        table = SeedTable(chain, chain.lower, chain.upper, int(samples), generator)
+        # Six axes meeting in pairs are searched over one angle only where that answers most
+        # targets from this table's starts (:data:`PAIRED_SHARE`).
+        pairs = ik_pairs.paired_axes(chain)
+        if pairs is not None and paired_share(self.model, chain, pairs, table,
+                                              generator) < PAIRED_SHARE:
+            pairs = None
         name = self.model.frame_names[self.model.frame_index(frame)]
         with self._lock:
             self._tables[name] = table
+            self._pairs[name] = pairs
         return table
 
     def seed_table(self, frame: str) -> Optional[SeedTable]:
@@ -214,7 +224,8 @@ class IKSolver:
         if held is not None:
             return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
                                q_seed, p_tol, o_tol, max_solutions, deadline), False
-        pairs = self._kept(self._pairs, chain, ik_pairs.paired_axes)
+        with self._lock:
+            pairs = self._pairs.get(chain.frame)              # kept by prepare
         if pairs is None or (max_solutions or 1) > 1:        # several: the search collects them
             return None, False
         return paired_result(self.model, chain, pairs, self.seed_table(chain.frame), T_target,
@@ -222,16 +233,12 @@ class IKSolver:
 
     def _held_joints(self, chain):
         """The chain's :class:`~ros_dynamics.engine.ik_held.HeldJoints` or None (kept)."""
-        return self._kept(self._held, chain, ik_held.held_joints)
-
-    def _kept(self, store, chain, build):
-        """``build(chain)``, kept in ``store`` (a dictionary by frame) once built."""
         with self._lock:
-            if chain.frame in store:
-                return store[chain.frame]
-        built = build(chain)
+            if chain.frame in self._held:
+                return self._held[chain.frame]
+        held = ik_held.held_joints(chain)
         with self._lock:
-            return store.setdefault(chain.frame, built)
+            return self._held.setdefault(chain.frame, held)
 
     def solve_path(self, tip_frame: str, T_targets, q_seed=None, **options) -> PathResult:
         """Joint positions putting ``tip_frame`` at each of ``T_targets`` (N, 4, 4) in turn, on
@@ -240,6 +247,13 @@ class IKSolver:
         """
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
+
+#: Share of random targets (:func:`~ros_dynamics.engine.ik_answers.paired_share`) the search
+#: over one angle must answer for :meth:`IKSolver.prepare` to keep it for a chain: one that
+#: fails costs 0.3-0.5 ms before the numerical search (about 0.5 ms) starts, so below about
+#: 60 % the mean solve is slower (Baxter's arms answer 90 %; the human model's upper arm 61 %,
+#: a synthetic arm with ranges of a few degrees 8 %).
+PAIRED_SHARE = 0.6
 
 #: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 380 MB and 4 s,
 #: 7 joints).

@@ -31,6 +31,11 @@ from .subproblems import dot3, rotate3, rotate_cs, sp1_one, sp3_one, sp4_one
 
 #: [m] Axes of a pair this far apart or nearer meet: the decomposition is exact (not snapped).
 EXACT = 1e-9
+#: Points A, B and C at least ``SEPARATION`` [m] apart, the axes of each pair at an angle whose
+#: sine is at least ``CROSSING``: nearer ones leave the subproblems ill-conditioned, and the
+#: search from the seed table's starts rarely converges (synthetic arms, 300 random targets:
+#: axes 5 and 6 at 3 mrad answered 5, points A and B 2.5 mm apart 27, a generic arm 227).
+SEPARATION, CROSSING = 0.01, 0.1
 #: [rad] The secant method's largest step in ``q4``.
 MAX_STEP = 0.5
 #: Evaluations of ``f`` per root at most.
@@ -199,14 +204,16 @@ def paired_axes(chain) -> Optional[PairedAxes]:
     -- six consecutive revolute joints whose axes 1 and 2, 3 and 4, 5 and 6 meet (within
     :data:`EXACT`), the joints nearest the root held first where several sixes fit, as
     :func:`~ros_dynamics.engine.ik_held.held_joints` -- or None. The three points must be
-    apart and subproblem 3 about axis 3 isolated (:func:`~.ik_analytic._isolated`).
+    :data:`SEPARATION` apart, the axes of each pair :data:`CROSSING` apart, and subproblem 3
+    about axis 3 isolated (:func:`~.ik_analytic._isolated`).
     """
     for before, free, g in ik_held.sixes(chain, 6):
         points = [_meeting(g.h, g.o, i) for i in (0, 2, 4)]
         if any(x is None for x in points):
             continue
         a, b, c = points
-        if min(np.linalg.norm(b - a), np.linalg.norm(c - b)) <= ik_analytic.DISTANCE_TOLERANCE \
+        if min(np.linalg.norm(b - a), np.linalg.norm(c - b)) < SEPARATION or \
+                min(np.linalg.norm(np.cross(g.h[i], g.h[i + 1])) for i in (0, 2, 4)) < CROSSING \
                 or not ik_analytic._isolated(g.h[2], a - b, c - b):
             continue
         held = ik_held.hold(chain, None, np.flatnonzero(~free), before)

@@ -99,15 +99,17 @@ class SeedTable:
         configurations = self.configurations[np.atleast_1d(index)]
         return (configurations, np.atleast_1d(d) ** 2) if distances else configurations
 
-    def starts(self, error, T_target, k):
+    def starts(self, error, T_target, k, distances=False):
         """Starting points (k, m) for a search of ``T_target`` (4, 4), whose
         :class:`~ros_dynamics.engine.ik_search.PoseError` is ``error``: the ``k`` samples
         nearest it (as :meth:`nearest`), each moved by one damped least-squares step from its
         stored pose and pseudo-inverse (the rotation error's sine for its angle: the same for
-        the nearest samples, within 4 % up to 0.5 rad). Not clipped into the limits.
+        the nearest samples, within 4 % up to 0.5 rad). Not clipped into the limits. With
+        ``distances``, also the samples' squared feature distances (k,) to the target.
         """
         k = min(k, len(self.configurations))
-        _, index = self._trees[12].query(pose_features(T_target), k, eps=QUERY_EPS)
+        d, index = self._trees[12].query(pose_features(T_target), k, eps=QUERY_EPS)
         index = np.atleast_1d(index)
         e = error.of_features(self.features[index], ROTATION_LENGTH)
-        return self.configurations[index] + (self.steps[index] @ e[:, :, None])[..., 0]
+        X = self.configurations[index] + (self.steps[index] @ e[:, :, None])[..., 0]
+        return (X, np.atleast_1d(d) ** 2) if distances else X
