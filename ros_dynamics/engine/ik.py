@@ -251,8 +251,8 @@ class IKSolver:
 #: Share of random targets (:func:`~ros_dynamics.engine.ik_answers.paired_share`) the search
 #: over one angle must answer for :meth:`IKSolver.prepare` to keep it for a chain: one that
 #: fails costs 0.3-0.5 ms before the numerical search (about 0.5 ms) starts, so below about
-#: 60 % the mean solve is slower (Baxter's arms answer 90 %; the human model's upper arm 61 %,
-#: a synthetic arm with ranges of a few degrees 8 %).
+#: 60 % the mean solve is slower (Baxter's arms answer 90-94 %; the human model's upper arms
+#: 61-68 %; Baxter with the searched joint limited to 0.02 rad 4 %).
 PAIRED_SHARE = 0.6
 
 #: Most seed-table samples :meth:`IKSolver.prepare` takes (a peak of about 380 MB and 4 s,

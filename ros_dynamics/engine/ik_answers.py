@@ -224,8 +224,8 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     (:func:`_seed_near`, as held joints' seeds, :func:`_held_order`): the search's row from the
     seed, pulled toward it across the task's null space, answers next to it (Baxter's arm, seeds
     0.1 rad from their targets' configurations in every joint: 3 of 200 answers more than 0.5
-    rad from the seed; with the seed's held value and branch the search over one angle answered
-    26, from the table's starts 155).
+    rad from the seed; 26 by the search over one angle from the seed's held value and branch,
+    155 from the table's starts).
     """
     if table is None:
         return None
