@@ -125,11 +125,10 @@ def test_a_path_from_a_seed_on_its_first_pose_starts_at_the_seed(tmp_path):
     np.testing.assert_array_equal(result.q[0], q0)
 
 
-def test_a_calibrated_leg_follows_a_line_onto_its_wrist_singularity(tmp_path):
-    """Centauro's leg, its wheel free and the description calibrated: a line ending 2 mrad
-    from the wrist singularity, whose last pose the snapped geometry's polished branches miss
-    (2e-4 m and 1e-3 rad off). The snapped geometry reaches that pose exactly, so the path goes
-    on pose by pose and is followed; it said 'no configuration reaches it' (a review's case).
+def centauro_leg_line(directory):
+    """Centauro's leg to its wheel (the wheel free), its description calibrated (in
+    ``directory``), and a 40-pose line from its configuration ``q0`` ending 2 mrad from the
+    wrist singularity: ``(arm, q0, T (40, 4, 4))``.
     """
     import xml.etree.ElementTree as ET
     tree = ET.parse(erd('centauro_description/urdf/centauro.urdf'))
@@ -137,11 +136,10 @@ def test_a_calibrated_leg_follows_a_line_onto_its_wrist_singularity(tmp_path):
         if joint.get('name', '').startswith('j_wheel_'):
             joint.find('limit').set('lower', '-3')
             joint.find('limit').set('upper', '3')
-    free = str(tmp_path / 'centauro_free.urdf')
+    free = str(directory / 'centauro_free.urdf')
     tree.write(free)
-    arm = Arm(calibrated(free, tmp_path, 1e-3, 3e-4, 5), 'wheel_1')
+    arm = Arm(calibrated(free, directory, 1e-3, 3e-4, 5), 'wheel_1')
     moved = arm.solver.chain('wheel_1').moved
-    assert arm.solver.family('wheel_1').snapped
     q0, q1 = arm.model.middle_configuration(), arm.model.middle_configuration()
     q0[moved] = [-1.2116410589924898, 1.0703306725893147, -0.6887902132282444,
                  -0.10805892199505074, 0.355819662226891, 1.0146372006981865]
@@ -154,9 +152,54 @@ def test_a_calibrated_leg_follows_a_line_onto_its_wrist_singularity(tmp_path):
     T = np.repeat(np.eye(4)[None], 40, axis=0)
     T[:, :3, :3] = (Rotation.from_rotvec(s[:, None] * turn) * R0).as_matrix()
     T[:, :3, 3] = (1 - s)[:, None] * T0[:3, 3] + s[:, None] * T1[:3, 3]
+    return arm, q0, T
+
+
+def test_a_calibrated_leg_follows_a_line_onto_its_wrist_singularity(tmp_path):
+    """Centauro's calibrated leg: the line's last pose, which the snapped geometry's polished
+    branches miss (2e-4 m and 1e-3 rad off). The snapped geometry reaches that pose exactly, so
+    the path goes on pose by pose and is followed; it said 'no configuration reaches it' (a
+    review's case), and then, one run in eight, that the branch must change (next test).
+    """
+    arm, q0, T = centauro_leg_line(tmp_path)
+    assert arm.solver.family('wheel_1').snapped
     result = arm.solver.solve_path('wheel_1', T, q0)
     assert result.success, result.message
     check_path(arm, result.q, T, 1e-5)
+
+
+def test_a_seed_next_to_the_wrist_singularity_converges_to_the_nearest_solution(tmp_path):
+    """The last pose of that line from the path's answer before it (its fifth joint 5 mrad
+    from the singularity): every solution within the tolerance needs the wrist's first and
+    last joints turned, the nearest (SLSQP on Pinocchio's pose) by 0.23 rad. The seed's row
+    now converges there: the damping's floor (1e-6) outweighed the Jacobian's smallest squared
+    singular value (5e-9) and its steps crawled, so restarts answered, anywhere along the
+    wrist's turn -- 0.1 to 0.54 rad, past the path's bound of 0.5 one run in eight.
+    """
+    from scipy.optimize import minimize
+    arm, q0, T = centauro_leg_line(tmp_path)
+    moved = arm.solver.chain('wheel_1').moved
+    start = arm.solver.solve_path('wheel_1', T[:39], q0)
+    assert start.success, start.message
+    seed = start.q[38]
+    assert abs(seed[moved[4]]) < 0.01
+
+    def pose_error(x):
+        q = seed.copy()
+        q[moved] = x
+        T_q = arm.pose(q)
+        return np.concatenate([T_q[:3, 3] - T[39, :3, 3],
+                               Rotation.from_matrix(T_q[:3, :3] @ T[39, :3, :3].T).as_rotvec()])
+    nearest = minimize(lambda x: np.sum((x - seed[moved]) ** 2), seed[moved], method='SLSQP',
+                       constraints=[{'type': 'eq', 'fun': pose_error}],
+                       options={'ftol': 1e-14, 'maxiter': 200})
+    assert nearest.success and np.abs(pose_error(nearest.x)).max() < 1e-9
+    assert np.abs(nearest.x - seed[moved]).max() > 0.2
+    for k in range(6):
+        result = arm.solver.solve('wheel_1', T[39], seed, max_solutions=1, rng=k)
+        assert result.success, result.message
+        assert np.abs(arm.pose(result.q) - T[39]).max() < 1e-5
+        assert np.abs(result.q[moved] - nearest.x).max() < 0.03
 
 
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):
