@@ -109,6 +109,25 @@ TREE_URDF = '''<robot name="tree">
 </robot>'''
 
 
+def serial_urdf(name, joints, tool='0.1 0.01 0.02', tool_rpy='0.1 0.2 0.3'):
+    """A URDF (a string) of revolute joints ``j1``, ``j2``, ... in a series, each ``(origin
+    xyz, axis xyz, lower, upper)`` (strings, limits in rad), links ``l0`` ... of 1 kg, and a
+    frame ``tool`` fixed at ``tool`` (xyz) and ``tool_rpy`` after the last.
+    """
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0"'
+                ' ixz="0" iyz="0"/></inertial>')
+    links = ''.join(f'<link name="l{i}">{inertial}</link>' for i in range(len(joints) + 1))
+    body = ''.join(
+        f'<joint name="j{i + 1}" type="revolute"><parent link="l{i}"/><child link="l{i + 1}"/>'
+        f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>'
+        f'<limit lower="{lower}" upper="{upper}" effort="1" velocity="1"/></joint>'
+        for i, (xyz, axis, lower, upper) in enumerate(joints))
+    tool = (f'<link name="tool"/><joint name="tool_joint" type="fixed"><parent '
+            f'link="l{len(joints)}"/><child link="tool"/><origin xyz="{tool}" rpy="{tool_rpy}"/>'
+            '</joint>')
+    return f'<robot name="{name}">{links}{body}{tool}</robot>'
+
+
 def calibrated(relative, directory, angle, distance, seed):
     """A copy (in ``directory``) of an example-robot-data description (``relative`` to its
     robots, or a file's absolute path) with every revolute joint's axis tilted by ``angle``

@@ -15,7 +15,8 @@ every set of held values is solved in closed form, and the solutions ranked by t
 to the seed: at the seed's own values (the held joints stay where they are: what a path needs)
 or the values of the seed table's configurations nearest the target, and, when several
 solutions are asked for, those and a grid over a single held joint's range, in one batched call
--- the sweep EAIK's and IK-Geo's users do by hand.
+-- the sweep EAIK's and IK-Geo's users do by hand. A spherical shoulder's held joint
+(:class:`Shoulder`) knows the angles that reach a target in closed form.
 """
 from dataclasses import dataclass
 import math
@@ -25,9 +26,18 @@ import numpy as np
 
 from . import ik_analytic
 from .rotations import skew
+from .subproblems import dot3, rotate3, sp3_one
 
 #: Held values on the grid over a single held joint's range.
 GRID = 32
+
+#: [m] A held joint's axis this near the point where the six's first two axes meet passes
+#: through it (:class:`Shoulder`).
+THROUGH = 1e-9
+
+#: [rad] A shoulder's held value nearest the seed is taken this far inside its interval (at
+#: most a quarter of the interval): at the interval's ends the shoulder's two branches meet.
+INSIDE = 0.05
 
 _I4 = np.eye(4)
 
@@ -49,6 +59,8 @@ class HeldJoints:
     twists: np.ndarray
     twists2: np.ndarray
     slides: tuple
+    #: The held joint's :class:`Shoulder`, when it is one; else None.
+    shoulder: Optional['Shoulder'] = None
 
     @property
     def free(self) -> np.ndarray:
@@ -180,7 +192,109 @@ def hold(chain, family, held, before):
             twists[i] = M_inverse @ twists[i] @ M
     for array in (held, twists):
         array.setflags(write=False)
-    return HeldJoints(family, held, before, twists, twists @ twists, slides)
+    shoulder = None
+    if family is not None and len(held) == 1 and before == 1 and not slides[0]:
+        shoulder = Shoulder.of(family, frames[held[0], :3, 2], frames[held[0], :3, 3])
+    return HeldJoints(family, held, before, twists, twists @ twists, slides, shoulder)
+
+
+@dataclass(frozen=True)
+class Shoulder:
+    """A single held joint before six joints of the spherical wrist's family whose first two
+    axes meet (the iiwa's first joint: its first three axes meet), the held joint's axis
+    ``axis`` (3-tuple, root frame) through that point: turning it turns the wrist centre about
+    the point, at a fixed distance. That distance fixes the elbow (subproblem 3), and the six's
+    first two joints can then reach the wrist centre only while its component along their
+    first axis lies in an interval -- a sinusoid of the held angle: the held angles that reach
+    a target are intervals known in closed form (:meth:`reaching`), where the seed table's
+    neighbours' values miss about a third of the time (the iiwa, 1,000 random targets: 279
+    first neighbours with no solution, 85 targets none of four with one in the limits).
+    """
+
+    axis: tuple
+    family: ik_analytic.Family
+
+    @classmethod
+    def of(cls, family, axis, point):
+        """The :class:`Shoulder` of a held joint of unit ``axis`` (3,) through ``point`` (3,)
+        (root frame, zero configuration) before the six of ``family``, or None.
+        """
+        if family.name != 'spherical_wrist' or family.shoulder != 'meeting' or \
+                family.geometry.reversed:
+            return None
+        offset = family.geometry.o[0] - point
+        if np.linalg.norm(offset - (offset @ axis) * axis) > THROUGH:
+            return None
+        return cls(tuple(axis.tolist()), family)
+
+    def reaching(self, T_target):
+        """Intervals ``(lower, upper)`` [rad] of the held angle at which the six reach
+        ``T_target`` (4, 4) exactly (an interval may extend past a turn; none: out of reach).
+
+        With the held angle ``v``, the wrist centre relative to the meeting point is
+        ``c = rot(H, -v) d``; subproblem 2 (``rot(k1, t1) c = rot(k2, t2) u``, ``k1 = -h1``,
+        ``k2 = h2``, ``u`` the elbow's for each root of subproblem 3) has a solution exactly
+        when ``x`` with ``k1 . x = k1 . c``, ``k2 . x = k2 . u`` and ``|x| = |c|`` exists:
+        ``a^2 - 2 g a b + b^2 <= |c|^2 (1 - g^2)`` with ``a = k1 . c``, ``b = k2 . u``,
+        ``g = k1 . k2`` -- ``a`` in an interval, and ``a = A cos v + B sin v + D``.
+        """
+        v = self.family._vectors
+        h1, h2, h3 = v['h'][:3]
+        _, p23, p3c = v['p'][:3]
+        R, p = T_target[:3, :3].tolist(), T_target[:3, 3].tolist()
+        w0, o = v['w0'], v['p01']
+        d = tuple(p[i] - dot3(R[i], w0) - o[i] for i in range(3))    # wrist centre - point
+        r2 = dot3(d, d)
+        elbows, exact = sp3_one(p3c, tuple(-x for x in p23), h3, math.sqrt(r2))
+        if not exact:
+            return []
+        H, k1, k2 = self.axis, tuple(-x for x in h1), h2
+        hk, hd = dot3(H, k1), dot3(H, d)
+        Hk1 = (H[1] * k1[2] - H[2] * k1[1], H[2] * k1[0] - H[0] * k1[2],
+               H[0] * k1[1] - H[1] * k1[0])
+        A, B, D = dot3(k1, d) - hk * hd, dot3(Hk1, d), hk * hd
+        M, phi, g = math.hypot(A, B), math.atan2(B, A), dot3(k1, k2)
+        out, seen = [], []
+        for q3 in elbows:
+            u = rotate3(h3, q3, p3c)
+            b = dot3(k2, tuple(p23[i] + u[i] for i in range(3)))
+            spread = (1.0 - g * g) * (r2 - b * b)
+            if spread < 0.0 or any(abs(b - c) <= 1e-12 for c in seen):  # the elbow's other
+                continue                                                   # root, the same b
+            seen.append(b)
+            a_lo, a_hi = g * b - math.sqrt(spread), g * b + math.sqrt(spread)
+            if M < 1e-12:                  # the held angle does not move a
+                if a_lo <= D <= a_hi:
+                    out.append((phi - math.pi, phi + math.pi))
+                continue
+            c_lo, c_hi = (a_lo - D) / M, (a_hi - D) / M
+            if c_lo > 1.0 or c_hi < -1.0:
+                continue
+            near, far = math.acos(min(1.0, c_hi)), math.acos(max(-1.0, c_lo))
+            out += [(phi + near, phi + far), (phi - far, phi - near)]
+        return out
+
+    def values(self, T_target, seed, lower, upper):
+        """Held values (floats) that reach ``T_target`` (4, 4): in each interval of
+        :meth:`reaching` inside the joint's limits ``[lower, upper]`` (unbounded: within a half
+        turn of the seed), the one nearest the ``seed``'s value (at least :data:`INSIDE` inside
+        it, at most a quarter of its width), nearest the seed first.
+        """
+        if not (math.isfinite(lower) and math.isfinite(upper)):
+            lower, upper = seed - math.pi, seed + math.pi
+        turn = 2.0 * math.pi
+        found = []
+        for lo, hi in self.reaching(T_target):
+            shift = turn * round((seed - 0.5 * (lo + hi)) / turn)
+            for k in (-1, 0, 1):
+                a, b = max(lo + shift + k * turn, lower), min(hi + shift + k * turn, upper)
+                if b < a:
+                    continue
+                inside = min(INSIDE, 0.25 * (b - a))
+                value = min(max(seed, a + inside), b - inside)
+                if all(abs(value - f) > 1e-9 for f in found):
+                    found.append(value)
+        return sorted(found, key=lambda value: abs(value - seed))
 
 
 def held_values(held, x_seed, lower, upper, neighbours):

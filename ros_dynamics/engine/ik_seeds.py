@@ -34,6 +34,11 @@ STEP_DAMPING = 5e-3
 #: the true k-th nearest (SciPy's ``eps``). On Baxter's arm the nearest came out 0.2 % farther
 #: on average, for a query of 16 us instead of 23 (warm); held-joint arms solve 4-9 % sooner.
 QUERY_EPS = 1.0
+#: The neighbour whose distance :attr:`SeedTable.spacing2` bounds (the fourth, as
+#: ``ik_answers.NEIGHBOURS``) ...
+SPACING_RANK = 4
+#: ... over this many samples (about 3 ms to build).
+_SPACING_PROBES = 256
 
 
 def pose_features(T: ArrayLike):
@@ -84,6 +89,14 @@ class SeedTable:
         self._trees = {12: cKDTree(features, leafsize=_LEAF, copy_data=False),
                        3: cKDTree(np.ascontiguousarray(features[:, :3]), leafsize=_LEAF,
                                   copy_data=False)}
+        #: A bound on the squared feature distance from a pose to its :data:`SPACING_RANK`-th
+        #: nearest sample: the 99th percentile of it over :data:`_SPACING_PROBES` samples
+        #: (their own distance left out); 0 for a table too small to tell.
+        self.spacing2 = 0.0
+        if samples > SPACING_RANK:
+            probes = features[rng.integers(0, samples, size=min(_SPACING_PROBES, samples))]
+            d, _ = self._trees[12].query(probes, SPACING_RANK + 1, eps=QUERY_EPS)
+            self.spacing2 = float(np.percentile(d[:, -1] ** 2, 99))
 
     def __len__(self):
         return len(self.configurations)
