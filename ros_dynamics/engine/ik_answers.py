@@ -293,23 +293,29 @@ NEIGHBOURS = 4
 
 def _held_order(model, chain, held, table, T_target, x_seed, T_seed):
     """The held joints' values (tuples of floats) one answer tries, one after the other. A
-    shoulder's (:class:`~ros_dynamics.engine.ik_held.Shoulder`) first: the values nearest the
-    seed's that reach the target. Then, a seed whose pose ``T_seed`` (4, 4) is near the target
-    -- within twice the farthest of the :data:`NEIGHBOURS` seed-table neighbours' feature
-    distance (measured on Panda, xArm7 and TALOS: seeds 0.15 rad from the target's
-    configuration are within 1.7 times it nine times in ten, random seeds beyond 2.8 times it
-    nine times in ten) -- tries only its own: where they fail, the numerical search from the
-    seed stays near it, which a neighbour's need not. Another seed tries the neighbours' values,
-    then its own. None is tried twice; the seed table is queried only when its values are.
+    shoulder held alone (:class:`~ros_dynamics.engine.ik_held.Shoulder`, the iiwa's first
+    joint) first tries its angles nearest the seed's that reach the target. Then a seed whose
+    pose ``T_seed`` (4, 4) is near the target -- within twice the farthest of the
+    :data:`NEIGHBOURS` seed-table neighbours' feature distance (measured on Panda, xArm7 and
+    TALOS: seeds 0.15 rad from the target's configuration are within 1.7 times it nine times
+    in ten, random seeds beyond 2.8 times it nine times in ten) -- tries only its own: where
+    they fail, the numerical search from the seed stays near it, which a neighbour's need not.
+    Another seed tries the neighbours' values, then its own. Where those fail, a shoulder
+    after other held joints tries each of them again with its angle the nearest theirs that
+    reaches the target (Romeo's arm, iCub's, the human model's and the simple humanoid's: 6-16
+    % more targets in closed form, the median as before; first, they cost 8-13 % on it). None
+    is tried twice; the seed table is queried only when its values are.
     """
     seed = tuple(x_seed[held.held].tolist())
-    tried = []
+    lower = upper = None
     if held.shoulder is not None:
-        j = chain.moved[held.held[0]]
-        for value in held.shoulder.values(T_target, seed[0], float(model.lower_limits[j]),
-                                          float(model.upper_limits[j])):
-            tried.append((value,))
-            yield (value,)
+        j = chain.moved[held.held[held.before - 1]]
+        lower, upper = float(model.lower_limits[j]), float(model.upper_limits[j])
+    tried = []
+    if len(held.held) == 1:            # the shoulder alone: no other held value to guess
+        for values in held.reaching(T_target, seed, lower, upper):
+            tried.append(values)
+            yield values
     if table is None:
         order = [seed]
     else:
@@ -320,6 +326,12 @@ def _held_order(model, chain, held, table, T_target, x_seed, T_seed):
         if values not in tried:
             tried.append(values)
             yield values
+    # Where those fail, each with the shoulder's angle nearest theirs that reaches the target.
+    for raw in order:
+        for values in held.reaching(T_target, raw, lower, upper)[:1]:
+            if values not in tried:
+                tried.append(values)
+                yield values
 
 
 def _nearer_than_table(table, T_seed, T_target):

@@ -59,7 +59,7 @@ class HeldJoints:
     twists: np.ndarray
     twists2: np.ndarray
     slides: tuple
-    #: The held joint's :class:`Shoulder`, when it is one; else None.
+    #: The :class:`Shoulder` of the last held joint before the six, when it is one; else None.
     shoulder: Optional['Shoulder'] = None
 
     @property
@@ -68,6 +68,19 @@ class HeldJoints:
         free = np.ones(len(self.held) + 6, dtype=bool)
         free[self.held] = False
         return free
+
+    def reaching(self, T_target, values, lower, upper):
+        """``values`` (a tuple of floats, one per held joint) with the :attr:`shoulder`'s
+        replaced by each of :meth:`Shoulder.values` -- its angles nearest its value there that
+        reach ``T_target`` (4, 4) with the other held joints at theirs, inside its limits
+        ``[lower, upper]`` -- nearest first (none without a shoulder or out of reach).
+        """
+        if self.shoulder is None:
+            return []
+        k = self.before - 1
+        others = values[:k] + (0.0,) + values[k + 1:]
+        return [values[:k] + (v,) + values[k + 1:] for v in self.shoulder.values(
+            self.turned(T_target, others), values[k], lower, upper)]
 
     def solve(self, T_target, values):
         """Configurations (V * 8, m) of the chain reaching ``T_target`` (4, 4) with the held
@@ -193,22 +206,25 @@ def hold(chain, family, held, before):
     for array in (held, twists):
         array.setflags(write=False)
     shoulder = None
-    if family is not None and len(held) == 1 and before == 1 and not slides[0]:
-        shoulder = Shoulder.of(family, frames[held[0], :3, 2], frames[held[0], :3, 3])
+    if family is not None and before and not slides[before - 1]:     # the last held before
+        j = held[before - 1]
+        shoulder = Shoulder.of(family, frames[j, :3, 2], frames[j, :3, 3])
     return HeldJoints(family, held, before, twists, twists @ twists, slides, shoulder)
 
 
 @dataclass(frozen=True)
 class Shoulder:
-    """A single held joint before six joints of the spherical wrist's family whose first two
-    axes meet (the iiwa's first joint: its first three axes meet), the held joint's axis
-    ``axis`` (3-tuple, root frame) through that point: turning it turns the wrist centre about
-    the point, at a fixed distance. That distance fixes the elbow (subproblem 3), and the six's
-    first two joints can then reach the wrist centre only while its component along their
-    first axis lies in an interval -- a sinusoid of the held angle: the held angles that reach
-    a target are intervals known in closed form (:meth:`reaching`), where the seed table's
-    neighbours' values miss about a third of the time (the iiwa, 1,000 random targets: 279
-    first neighbours with no solution, 85 targets none of four with one in the limits).
+    """The last held joint before six joints of the spherical wrist's family whose first two
+    axes meet (the iiwa's first joint: its first three axes meet; Romeo's shoulder pitch after
+    its trunk's yaw), the held joint's axis ``axis`` (3-tuple, root frame, the zero
+    configuration) through that point: turning it turns the wrist centre about the point, at a
+    fixed distance (the other held joints' turns taken out of the target first). That distance
+    fixes the elbow (subproblem 3), and the six's first two joints can then reach the wrist
+    centre only while its component along their first axis lies in an interval -- a sinusoid
+    of the held angle: the held angles that reach a target are intervals known in closed form
+    (:meth:`reaching`), where the seed table's neighbours' values miss about a third of the time
+    (the iiwa, 1,000 random targets: 279 first neighbours with no solution, 85 targets none of
+    four with one in the limits).
     """
 
     axis: tuple
@@ -229,7 +245,8 @@ class Shoulder:
 
     def reaching(self, T_target):
         """Intervals ``(lower, upper)`` [rad] of the held angle at which the six reach
-        ``T_target`` (4, 4) exactly (an interval may extend past a turn; none: out of reach).
+        ``T_target`` (4, 4) exactly (an interval may extend past a turn; none: out of reach), the
+        other held joints' turns taken out of it (:meth:`HeldJoints.reaching`).
 
         With the held angle ``v``, the wrist centre relative to the meeting point is
         ``c = rot(H, -v) d``; subproblem 2 (``rot(k1, t1) c = rot(k2, t2) u``, ``k1 = -h1``,
