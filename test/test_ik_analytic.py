@@ -1435,8 +1435,9 @@ def test_a_held_joint_arms_seed_near_its_target_is_answered_next_to_it(relative,
     """Seeds 0.05 rad from the target's configuration in every joint: where the six's branch
     next to the seed leaves the limits at the seed's held values, or the held values sit where
     two branches meet, the held answer is another branch, radians away (16-37 of 200 were).
-    The search from the seed then answers too, and the nearer answer wins: at most 3 of 100
-    more than 0.25 rad from the seed, each on Pinocchio's pose inside the limits.
+    A seed nearer its target than the seed table is then iterated longer, and the nearer answer
+    wins: at most 3 of 100 more than 0.25 rad from the seed, each on Pinocchio's pose inside
+    the limits.
     """
     arm = Arm(erd(relative), tip)
     arm.solver.prepare(tip)

@@ -202,6 +202,46 @@ def test_a_seed_next_to_the_wrist_singularity_converges_to_the_nearest_solution(
         assert np.abs(result.q[moved] - nearest.x).max() < 0.03
 
 
+def test_a_seed_at_a_limit_next_to_the_wrist_singularity_keeps_its_branch():
+    """Panda, its first joint at its upper limit and its wrist (joint 6) 2.7 mrad from
+    straight, asked for a pose whose nearest solution inside the limits (SLSQP on Pinocchio's
+    pose) is 0.015 rad away: the answer is that one. With the damping's floor at 1e-9 the
+    seed's row stepped out of its branch and the answer was 1.0 rad away (a review's case; a
+    100-pose line broke at its 89th pose on it).
+    """
+    from scipy.optimize import minimize
+    arm = Arm(erd(PANDA), 'panda_hand')
+    arm.solver.prepare('panda_hand')
+    moved = arm.solver.chain('panda_hand').moved
+    seed = np.array([2.8973, 0.08813295199668136, -0.03196607772464401, -1.5121835111550748,
+                     1.6270634887930544, -0.002670698942616705, 1.073264510567788, 0.02])
+    T = np.array([[-0.23902478887532475, 0.08505123993814095, 0.9672814672514364,
+                   -0.39641640752726975],
+                  [-0.9429932498026448, 0.21724789911383843, -0.25212512995984876,
+                   0.020569750492572793],
+                  [-0.23158342153477574, -0.9724040502361189, 0.028275111929718988,
+                   0.7195508531889728],
+                  [0.0, 0.0, 0.0, 1.0]])
+
+    def pose_error(x):
+        q = seed.copy()
+        q[moved] = x
+        T_q = arm.pose(q)
+        return np.concatenate([T_q[:3, 3] - T[:3, 3],
+                               Rotation.from_matrix(T_q[:3, :3] @ T[:3, :3].T).as_rotvec()])
+    lo, hi = arm.model.lower_limits[moved], arm.model.upper_limits[moved]
+    nearest = minimize(lambda x: np.sum((x - seed[moved]) ** 2), seed[moved], method='SLSQP',
+                       bounds=list(zip(lo, hi)), constraints=[{'type': 'eq', 'fun': pose_error}],
+                       options={'ftol': 1e-14, 'maxiter': 300})
+    assert nearest.success and np.abs(pose_error(nearest.x)).max() < 1e-9
+    assert np.abs(nearest.x - seed[moved]).max() < 0.02
+    for k in range(3):
+        result = arm.solver.solve('panda_hand', T, seed, rng=k, timeout=0.5)
+        assert result.success, result.message
+        assert np.abs(arm.pose(result.q) - T).max() < 1e-5
+        assert np.abs(result.q[moved] - seed[moved]).max() < 0.05
+
+
 def test_a_path_out_of_reach_fails_where_its_branch_ends(ur5):
     """Straight out from the base: the elbow straightens and the path's branch leaves reach a
     pose before any branch does (the UR5's shoulder offset gives the others more reach). The

@@ -165,14 +165,14 @@ class IKSolver:
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
-        handed = None                    # the closed form's answer, joining the search's
+        handed = None                    # the subproblems' answer at the wrist singularity
         result = None                    # the seed's own answer
         if w is None:
             family = self._family(chain, q_seed, active)
-            answer, search_too = self._closed_form(chain, family, T_target, q_seed, active,
+            answer, singular = self._closed_form(chain, family, T_target, q_seed, active,
                                                  position_tolerance, orientation_tolerance,
                                                  max_solutions, deadline)
-            if answer is not None and not search_too:
+            if answer is not None and not singular:
                 moved = chain.moved
                 if family is None or not family.snapped or unchecked(
                         family, position_tolerance, orientation_tolerance) or \
@@ -186,7 +186,7 @@ class IKSolver:
                 return near_seed(model, chain, answer, T_target, q_seed,
                                  chain.pose(q_seed[moved]), active, position_tolerance,
                                  orientation_tolerance, max_solutions)
-            handed = answer if search_too else None
+            handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
                 T_seed = chain.pose(q_seed[chain.moved])
@@ -203,9 +203,8 @@ class IKSolver:
             result = _result(search, deadline, q_seed, int(max_solutions or 1))
         if handed is None:
             return result
-        # At the wrist singularity, or where held joints' answer left a near seed's branch, the
-        # search answers from the seed; the subproblems' solutions (the other branches, the
-        # continuum by one point) join its own.
+        # At the wrist singularity the search answers from the seed; the subproblems' solutions
+        # (the other branches, the continuum by one point) join its own.
         return with_closed_form(result, handed, chain, T_target, q_seed, max_solutions,
                                 (position_tolerance, orientation_tolerance))
 
@@ -213,9 +212,8 @@ class IKSolver:
                      max_solutions, deadline):
         """The analytic answer (six joints of ``family``, the chain's with the joints outside
         ``active`` held, or None; more joints with the others held; for one answer, six whose
-        axes meet in pairs) or None, and whether the search should answer from the seed too,
-        joined by it: at the wrist singularity (:func:`analytic_result`), or where the held
-        joints' answer left a near seed's branch (:func:`held_result`).
+        axes meet in pairs) or None, and whether the target is at the wrist singularity
+        (:func:`analytic_result`).
         """
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,
@@ -225,7 +223,7 @@ class IKSolver:
         held = self._held_joints(chain)
         if held is not None:
             return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
-                               q_seed, p_tol, o_tol, max_solutions, deadline)
+                               q_seed, p_tol, o_tol, max_solutions, deadline), False
         with self._lock:
             pairs = self._pairs.get(chain.frame)              # kept by prepare
         if pairs is None or (max_solutions or 1) > 1:        # several: the search collects them

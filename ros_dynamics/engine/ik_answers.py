@@ -156,15 +156,16 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     (``max_solutions`` above 1), at the seed's values, then at the neighbours' values and a grid
     in one batched call. None when there is none (the numerical search then tries).
 
-    Returns ``(answer, search_too)``: ``search_too`` where one answer, farther than
-    :data:`BRANCH_JUMP` from a seed nearer the target than the seed table's neighbours
-    (:func:`_nearer_than_table`), is not joined by the seed's own iteration
-    (:func:`near_seed`) -- the seed's branch leaves the limits at its held values, or they sit
-    where the six's branches meet: the numerical search then answers from the seed, and this
-    answer joins its own (:func:`with_closed_form`). Seeds 0.05 rad from their targets'
-    configurations in every joint were answered more than 0.25 rad away by the held values
-    alone 52 times in 300 on an iiwa-like arm, 16-37 in 200 on Panda, xArm7 and TALOS's arm;
-    with the search, 1 and 2-4.
+    One answer farther than :data:`BRANCH_JUMP` from a seed nearer the target than the seed
+    table's neighbours (:func:`_nearer_than_table`) -- the seed's branch leaves the limits at
+    its held values, or they sit where the six's branches meet -- is joined by the seed's own
+    iteration, up to :data:`LONGER_ITERATIONS` (:func:`near_seed`), the nearer first. Seeds
+    0.05 and 0.1 rad from their targets' configurations in every joint (200 each) were answered
+    more than 0.25 rad away 21-38 and 84-111 times by the held values alone on Panda, xArm7,
+    TALOS's arm and the iiwa; so, 0-3 and 3-24 times, the median solve 0.72-0.90 ms instead of
+    0.24-0.62, the p99 1.0-1.4 ms as before. (The whole numerical search from the seed, tried
+    first, answered far 1-11 and 8-58 times, its p99 up to 2 ms: its first converging row is
+    often another's.)
     """
     x_seed = q_seed[chain.moved]
     joints = ', '.join(model.q_names[i] for i in chain.moved[held.held])
@@ -176,7 +177,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         T_seed = chain.pose(x_seed)
         result = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
         if result is not None:
-            return result, False
+            return result
         # The six joints' limits: their branches outside are left out early (as above).
         limits = _past([limit for limit, free in zip(chain.float_limits, held.free) if free],
                        POLISH_REACH) if _pruned(held.family, p_tol, o_tol) else None
@@ -196,16 +197,14 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
                 result = _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                   max_solutions, method)
     if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
-        return result, False
+        return result
     # Where the six joints are near a singularity of their own (the whole chain need not be),
     # or the seed's branch leaves the limits at its held values, none of their solutions need
     # lie next to the seed.
     T_seed = chain.pose(x_seed) if T_seed is None else T_seed
-    answer = near_seed(model, chain, result, T_target, q_seed, T_seed, None, p_tol, o_tol,
-                       max_solutions)
-    if answer is not result or several or table is None:
-        return answer, False
-    return result, _nearer_than_table(table, T_seed, T_target)
+    longer = not several and table is not None and _nearer_than_table(table, T_seed, T_target)
+    return near_seed(model, chain, result, T_target, q_seed, T_seed, None, p_tol, o_tol,
+                     max_solutions, longer)
 
 
 #: [rad or m] A closed-form answer farther than this from a seed near its target (some joint)
@@ -214,13 +213,14 @@ BRANCH_JUMP = 0.1
 
 
 def near_seed(model, chain, answer, T_target, q_seed, T_seed, active, p_tol, o_tol,
-              max_solutions):
+              max_solutions, longer=False):
     """A closed form's ``answer`` farther than :data:`BRANCH_JUMP` from the seed, joined by
     the seed's own iteration (:func:`warm_result`) when the seed's pose ``T_seed`` (4, 4) is
-    near the target (a robot tracking it) and the iteration converges -- its solution, next to
-    the seed, then comes first -- else as it is.
+    near the target (a robot tracking it; ``longer``: nearer than the seed table, iterated
+    longer, :func:`warm_result`) and the iteration converges -- its solution, next to the seed,
+    then comes first -- else as it is.
     """
-    near = warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol)
+    near = warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, longer)
     if near is None:
         return answer
     return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions,
@@ -339,8 +339,8 @@ def _nearer_than_table(table, T_seed, T_target):
     table's :data:`NEIGHBOURS`-th nearest sample, the table queried only where its
     :attr:`~ros_dynamics.engine.ik_seeds.SeedTable.spacing2` leaves that possible. The iiwa's:
     seeds 0.05 rad from their targets' configurations in every joint are within half that
-    distance 99 times in 100; mid-range seeds for random targets, within 1.1-3.8 times it 11
-    times in 1,000 (and beyond it otherwise), move by 1.1-1.9 rad, as the search's answers do.
+    distance 99 times in 100; mid-range seeds for random targets are beyond it (11 of 1,000
+    within 1.1-3.8 times it).
     """
     d2_seed = feature_distance2(T_seed, T_target)
     if d2_seed > table.spacing2:
@@ -626,22 +626,31 @@ def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None):
                     'target', solutions=[q_seed.copy()], method='seed')
 
 
+#: A seed nearer its target than the seed table whose held answer left its branch is iterated
+#: at most this many times, while each iteration cuts the cost to this factor of it or less.
+LONGER_ITERATIONS, LONGER_CUT = 12, 0.7
+
 #: A seed whose pose is within this distance [m] and angle [rad] of the target is iterated
 #: alone first (:func:`warm_result`): a robot tracking a moving target.
 WARM_DISTANCE, WARM_ANGLE = 0.05, 0.25
 
 
-def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol):
+def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, longer=False):
     """The answer of :func:`~ros_dynamics.engine.ik_search.from_seed` (one solution, method
     'numerical') when the seed's pose ``T_seed`` (4, 4) is near ``T_target`` (within
     :data:`WARM_DISTANCE` and :data:`WARM_ANGLE`) and the iteration converges; else None.
+    ``longer``: whatever the distance, for up to :data:`LONGER_ITERATIONS` while each cuts the
+    cost to :data:`LONGER_CUT` times it or less (a seed nearer its target than the seed table,
+    :func:`held_result`).
     """
-    p_err, o_err = _errors_one(T_seed, T_target)
-    if p_err > WARM_DISTANCE or o_err > WARM_ANGLE:
-        return None
+    if not longer:
+        p_err, o_err = _errors_one(T_seed, T_target)
+        if p_err > WARM_DISTANCE or o_err > WARM_ANGLE:
+            return None
     x_seed = q_seed[chain.moved]
     limits = (model.lower_limits[chain.moved], model.upper_limits[chain.moved])
-    found = from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active)
+    found = from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active,
+                      *((LONGER_ITERATIONS, LONGER_CUT) if longer else ()))
     if found is None:
         return None
     x, p_err, o_err, iterations = found

@@ -37,12 +37,14 @@ from numpy.typing import ArrayLike
 
 from .rotations import log_so3
 
-# The damping's floor: well below the Jacobian's smallest squared singular value next to a
+# The damping's floor: below the Jacobian's smallest squared singular value next to a
 # singularity (5e-9 on a calibrated leg with its wrist 5 mrad from straight; at 1e-6 the
 # seed's row crawled there, 2 % of its error a step, and restarts answered anywhere along the
-# wrist's turn). Whatever the floor, ``_DAMPING * E`` alone bounds a step along a singular
+# wrist's turn), but not far below it: at 1e-9 a Panda seed with its first joint at a limit
+# and its wrist 2.7 mrad from straight stepped out of its branch (answered 1.0 rad away, 0.015
+# at 1e-8 and 1e-6). Whatever the floor, ``_DAMPING * E`` alone bounds a step along a singular
 # direction by 1 / (2 sqrt(_DAMPING / 2)), about 2.2 rad.
-_LAMBDA0 = 1e-9
+_LAMBDA0 = 1e-8
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
 _MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
@@ -431,13 +433,14 @@ class Search:
 WARM_ITERATIONS = 4
 
 
-def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
+def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
+              iterations=WARM_ITERATIONS, cut=0.25):
     """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
     ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
     angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
     the joints outside ``active`` (m, bool) held, the joints a step would take past a limit
-    stopped there (:func:`_limited_step`) -- while each iteration cuts the cost at least
-    fourfold, at most :data:`WARM_ITERATIONS`: ``(x (m,), position error [m], orientation
+    stopped there (:func:`_limited_step`) -- while each iteration cuts the cost to ``cut``
+    times it or less, at most ``iterations``: ``(x (m,), position error [m], orientation
     error [rad], iterations)`` once both errors are within the tolerances, else None (the seed
     too far for quadratic convergence: the search then runs).
     """
@@ -447,13 +450,13 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None):
     error = PoseError(T_target)
     x, previous = x_seed.copy(), np.inf
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
-    for k in range(WARM_ITERATIONS + 1):
+    for k in range(iterations + 1):
         T, JT = chain.evaluate(x[None])
         e = error(T)
         p2, o2, cost = ((e * e) @ _SUMS)[0].tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
             return x, math.sqrt(p2), math.sqrt(o2), k
-        if k == WARM_ITERATIONS or cost > 0.25 * previous:
+        if k == iterations or cost > cut * previous:
             return None
         previous = cost
         if active is not None:
