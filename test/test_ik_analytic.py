@@ -1346,6 +1346,41 @@ def test_seven_joint_arms_hold_their_last_joint_and_solve_the_six(relative, tip,
     assert solved >= 95
 
 
+@pytest.mark.parametrize('max_solutions', [None, 1, 8, 50])
+def test_ranking_keeps_each_solution_farther_than_a_milliradian_from_those_before_it(
+        max_solutions):
+    """:func:`ranked` (a held joint's grid gives hundreds of solutions, clusters of them a few
+    milliradians apart) agrees with the greedy rule applied pair by pair: nearest the seed
+    first, each kept when farther than 1e-3 from every one kept before it.
+    """
+    arm = Arm(erd(PANDA), 'panda_hand')
+    model, chain = arm.model, arm.solver.chain('panda_hand')
+    rng = np.random.default_rng(4)
+    seed = arm.random_q(rng)
+    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    centres = lower + (upper - lower) * rng.uniform(0.2, 0.8, (40, 7))
+    # Clusters: copies 1e-4 and 0.6e-3 to 2e-3 apart, chains of them (a near b, b near c,
+    # a not near c), whose greedy outcome depends on the order.
+    directions = rng.normal(size=(40, 6, 7))
+    directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+    steps = rng.choice([1e-4, 6e-4, 9e-4, 1.2e-3, 2e-3], (40, 6, 1))
+    walks = centres[:, None] + np.cumsum(steps * directions, axis=1)
+    X = np.concatenate([centres, walks.reshape(-1, 7)])
+    X = X[rng.permutation(len(X))]
+    errors = np.full(len(X), 1e-9)
+    result = ik_answers.ranked(model, chain, X, errors, errors, seed, max_solutions, 'test',
+                               arm.pose(seed), (1e-5, 1e-5))
+    x_seed = seed[chain.moved]
+    keep = []
+    for x in sorted(X, key=lambda x: np.linalg.norm(x - x_seed)):
+        if all(np.linalg.norm(x - k) >= 1e-3 for k in keep):
+            keep.append(x)
+    print(f'{len(keep)} distinct of {len(X)}')
+    assert 50 < len(keep) < len(X)          # near pairs are left out; more than 50 remain
+    np.testing.assert_array_equal(np.array(result.solutions)[:, chain.moved],
+                                  np.array(keep[:max_solutions]))
+
+
 @pytest.mark.parametrize('relative, tip, held', [
     (TALOS, 'gripper_left_base_link', ['torso_1_joint', 'torso_2_joint', 'arm_left_1_joint']),
     (TIAGO, 'arm_tool_link', ['torso_lift_joint', 'arm_1_joint'])], ids=['talos', 'tiago'])

@@ -511,15 +511,21 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, T_targe
     if not inside.any():
         return None
     X, p_err, o_err = X[inside], p_err[inside], o_err[inside]
-    order = np.argsort(np.linalg.norm(X - x_seed, axis=1), kind='stable')
-    X, p_err, o_err = X[order], p_err[order], o_err[order]
-    # Distinct: farther than _DISTINCT from every solution kept before it (pairwise, at once).
-    close = np.linalg.norm(X[:, None] - X[None], axis=-1) < _DISTINCT
+    distances = np.linalg.norm(X - x_seed, axis=1)
+    order = np.argsort(distances, kind='stable')
+    X, p_err, o_err, distances = X[order], p_err[order], o_err[order], distances[order]
+    # Distinct: farther than _DISTINCT from every solution kept before it. A same solution is
+    # as far from the seed within _DISTINCT: only those before it (from ``first``) are compared.
+    first = np.searchsorted(distances, distances - _DISTINCT, side='right')
+    kept = np.zeros(len(X), dtype=bool)
     keep = []
-    for k in range(len(X)):
-        if not close[k, keep].any():
+    for k, j in enumerate(first.tolist()):
+        if j == k or not (kept[j:k] & (np.linalg.norm(X[j:k] - X[k], axis=1)
+                                       < _DISTINCT)).any():
+            kept[k] = True
             keep.append(k)
-    keep = keep[:max_solutions] if max_solutions else keep
+            if len(keep) == max_solutions:
+                break
     qs = np.repeat(q_seed[None], len(keep), axis=0)
     qs[:, chain.moved] = X[keep]
     k = keep[0]
