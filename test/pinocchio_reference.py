@@ -8,6 +8,7 @@ matrix G (``tau = G^T tau_pin``, ``M = G^T M_pin G``, ``J = J_pin G``).
 """
 import numpy as np
 import pinocchio as pin
+from scipy.spatial.transform import Rotation
 
 ROOT_JOINTS = {None: None, 'floating': pin.JointModelFreeFlyer, 'planar': pin.JointModelPlanar}
 
@@ -123,3 +124,19 @@ class Arm:
 
     def random_q(self, rng):
         return rng.uniform(self.model.sampling_lower, self.model.sampling_upper)
+
+    def pose_residual(self, q, joints, T_target):
+        """The tip's pose error against ``T_target`` (4, 4) as a function of the values ``x``
+        of ``joints`` (indices into ``q``), the others at their values in ``q`` (nq,): the
+        position error [m] and the rotation vector [rad] of Pinocchio's pose (6,), for SciPy's
+        least squares and constrained minimisation.
+        """
+        R_target_T = T_target[:3, :3].T
+
+        def residual(x):
+            q_x = q.copy()
+            q_x[joints] = x
+            T_q = self.pose(q_x)
+            return np.concatenate([T_q[:3, 3] - T_target[:3, 3],
+                                   Rotation.from_matrix(T_q[:3, :3] @ R_target_T).as_rotvec()])
+        return residual

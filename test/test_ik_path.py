@@ -184,12 +184,7 @@ def test_a_seed_next_to_the_wrist_singularity_converges_to_the_nearest_solution(
     seed = start.q[38]
     assert abs(seed[moved[4]]) < 0.01
 
-    def pose_error(x):
-        q = seed.copy()
-        q[moved] = x
-        T_q = arm.pose(q)
-        return np.concatenate([T_q[:3, 3] - T[39, :3, 3],
-                               Rotation.from_matrix(T_q[:3, :3] @ T[39, :3, :3].T).as_rotvec()])
+    pose_error = arm.pose_residual(seed, moved, T[39])
     nearest = minimize(lambda x: np.sum((x - seed[moved]) ** 2), seed[moved], method='SLSQP',
                        constraints=[{'type': 'eq', 'fun': pose_error}],
                        options={'ftol': 1e-14, 'maxiter': 200})
@@ -223,12 +218,7 @@ def test_a_seed_at_a_limit_next_to_the_wrist_singularity_keeps_its_branch():
                    0.7195508531889728],
                   [0.0, 0.0, 0.0, 1.0]])
 
-    def pose_error(x):
-        q = seed.copy()
-        q[moved] = x
-        T_q = arm.pose(q)
-        return np.concatenate([T_q[:3, 3] - T[:3, 3],
-                               Rotation.from_matrix(T_q[:3, :3] @ T[:3, :3].T).as_rotvec()])
+    pose_error = arm.pose_residual(seed, moved, T)
     lo, hi = arm.model.lower_limits[moved], arm.model.upper_limits[moved]
     nearest = minimize(lambda x: np.sum((x - seed[moved]) ** 2), seed[moved], method='SLSQP',
                        bounds=list(zip(lo, hi)), constraints=[{'type': 'eq', 'fun': pose_error}],

@@ -9,7 +9,6 @@ from pinocchio_reference import Arm
 import pytest
 from robots import ICUB, ROMEO, erd, serial_urdf
 from scipy.optimize import least_squares
-from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import ik_held
 
@@ -56,14 +55,7 @@ def reaches(arm, T, q, free, starts):
     forward kinematics reaches with the joints ``free`` (6,) (indices into ``q``) free and the
     others at their values in ``q`` (nq,), from each of ``starts`` (k, 6), the limits ignored.
     """
-    R_target = Rotation.from_matrix(T[:3, :3])
-
-    def residual(x):
-        q_x = q.copy()
-        q_x[free] = x
-        T_q = arm.pose(q_x)
-        return np.concatenate([T_q[:3, 3] - T[:3, 3],
-                               (Rotation.from_matrix(T_q[:3, :3]) * R_target.inv()).as_rotvec()])
+    residual = arm.pose_residual(q, free, T)
     best = np.inf
     for x0 in starts:
         fit = least_squares(residual, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=400)
