@@ -1413,8 +1413,9 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
             one += 1
             assert result.method == method
             values = result.q[index]
+            neighbours = table.nearest(T, ik_answers.HELD_NEIGHBOURS)
             assert np.array_equal(values, seed[index]) or any(
-                np.array_equal(values, n[in_chain]) for n in table.nearest(T, 4))
+                np.array_equal(values, n[in_chain]) for n in neighbours)
             # A warm seed's own values come first (the target may be just out of the six's
             # reach there: then a neighbour's answer).
             kept += k % 2 and np.array_equal(values, seed[index])
@@ -1556,7 +1557,7 @@ def test_one_answer_of_a_seven_joint_arm_far_from_the_seed_holds_a_neighbours_an
         if held == seed[moved[6]]:
             at_seed += 1
         else:
-            assert held in table.nearest(T, 4)[:, 6]
+            assert held in table.nearest(T, ik_answers.HELD_NEIGHBOURS)[:, 6]
             at_neighbour += 1
         for q in result.solutions:
             assert q[moved[6]] == held

@@ -287,16 +287,23 @@ def paired_share(model, chain, pairs, table, rng, targets=50):
 PAIRED_STARTS = 4
 
 
-#: Seed-table neighbours whose held values one answer tries, one after the other.
-NEIGHBOURS = 4
+#: Seed-table neighbours whose held values one answer tries, one after the other: four left
+#: 8.3, 5.3, 20.9 and 13.9 % of 1,000 random targets (mid-range seeds) to the numerical search
+#: on Panda, xArm7, TALOS's arm and TIAGo's, eight 4.2, 2.9, 12.3 and 9.5 % -- the mean solve
+#: 4-9 % sooner, the median and p99 as they were (twelve: 3.3, 2.4, 9.6, 7.9 %, p99 the same).
+HELD_NEIGHBOURS = 8
+
+#: The seed-table neighbour (the fourth nearest) whose distance gauges a seed's nearness to
+#: its target (:func:`_seed_near`, :func:`_nearer_than_table`).
+NEAR_RANK = 4
 
 
 def _held_order(model, chain, held, table, T_target, x_seed, T_seed):
     """The held joints' values (tuples of floats) one answer tries, one after the other. A
     shoulder held alone (:class:`~ros_dynamics.engine.ik_held.Shoulder`, the iiwa's first
     joint) first tries its angles nearest the seed's that reach the target. Then a seed whose
-    pose ``T_seed`` (4, 4) is near the target -- within twice the farthest of the
-    :data:`NEIGHBOURS` seed-table neighbours' feature distance (measured on Panda, xArm7 and
+    pose ``T_seed`` (4, 4) is near the target -- within twice the feature distance of the
+    seed table's :data:`NEAR_RANK`-th nearest sample (measured on Panda, xArm7 and
     TALOS: seeds 0.15 rad from the target's configuration are within 1.7 times it nine times
     in ten, random seeds beyond 2.8 times it nine times in ten) -- tries only its own: where
     they fail, the numerical search from the seed stays near it, which a neighbour's need not.
@@ -319,8 +326,8 @@ def _held_order(model, chain, held, table, T_target, x_seed, T_seed):
     if table is None:
         order = [seed]
     else:
-        neighbours, d2 = table.nearest(T_target, NEIGHBOURS, distances=True)
-        order = [seed] if _seed_near(T_seed, T_target, d2) else \
+        neighbours, d2 = table.nearest(T_target, HELD_NEIGHBOURS, distances=True)
+        order = [seed] if _seed_near(T_seed, T_target, d2[:NEAR_RANK]) else \
             [tuple(v) for v in neighbours[:, held.held].tolist()] + [seed]
     for values in order:
         if values not in tried:
@@ -336,7 +343,7 @@ def _held_order(model, chain, held, table, T_target, x_seed, T_seed):
 
 def _nearer_than_table(table, T_seed, T_target):
     """Whether the seed's pose ``T_seed`` (4, 4) is nearer ``T_target`` (4, 4) than the seed
-    table's :data:`NEIGHBOURS`-th nearest sample, the table queried only where its
+    table's :data:`NEAR_RANK`-th nearest sample, the table queried only where its
     :attr:`~ros_dynamics.engine.ik_seeds.SeedTable.spacing2` leaves that possible. The iiwa's:
     seeds 0.05 rad from their targets' configurations in every joint are within half that
     distance 99 times in 100; mid-range seeds for random targets are beyond it (11 of 1,000
@@ -345,7 +352,7 @@ def _nearer_than_table(table, T_seed, T_target):
     d2_seed = feature_distance2(T_seed, T_target)
     if d2_seed > table.spacing2:
         return False
-    _, d2 = table.nearest(T_target, NEIGHBOURS, distances=True)
+    _, d2 = table.nearest(T_target, NEAR_RANK, distances=True)
     return d2_seed <= d2[-1]
 
 

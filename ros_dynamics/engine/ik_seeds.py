@@ -35,7 +35,7 @@ STEP_DAMPING = 5e-3
 #: on average, for a query of 16 us instead of 23 (warm); held-joint arms solve 4-9 % sooner.
 QUERY_EPS = 1.0
 #: The neighbour whose distance :attr:`SeedTable.spacing2` bounds (the fourth, as
-#: ``ik_answers.NEIGHBOURS``) ...
+#: ``ik_answers.NEAR_RANK``) ...
 SPACING_RANK = 4
 #: ... over this many samples (about 3 ms to build).
 _SPACING_PROBES = 256
