@@ -191,7 +191,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
                           p_tol, o_tol, max_solutions, method)
         if result is None and time.monotonic() < deadline:
             lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
-            neighbours = table.nearest(T_target, 8) if table is not None else x_seed[None][:0]
+            neighbours = x_seed[None][:0] if table is None else \
+                table.nearest(T_target, HELD_NEIGHBOURS)
             values = ik_held.held_values(held, x_seed, lower, upper, neighbours)[1:]
             if len(values):                     # else several joints held and no seed table
                 result = _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
