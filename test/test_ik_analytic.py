@@ -1579,3 +1579,39 @@ def test_one_answer_of_a_seven_joint_arm_keeps_the_held_joint_where_the_seed_has
         assert all(q[moved[6]] == seed[moved[6]] for q in result.solutions)
         for q in result.solutions:
             assert_solves(arm, q, T)
+
+
+def test_several_solutions_of_a_held_joint_arm_skip_the_grid_that_would_end_past_the_deadline(
+        monkeypatch):
+    """Asked for several solutions where the seed's held value gives none, the call at the
+    neighbours' values and the grid runs only when WIDER_CALL_COST times the seed's call fits
+    before the deadline: on a clock that advances 1 ms per reading, the seed's call takes
+    1 ms, so a deadline 3.5 ms after it started skips the wider call and one 4.5 ms after it
+    does not (real timings: the deadline benchmark).
+    """
+    arm = Arm(erd(PANDA), 'panda_hand')
+    solver, model = arm.solver, arm.model
+    solver.prepare('panda_hand', samples=2000)
+    chain = solver.chain('panda_hand')
+    held, table = solver._held_joints(chain), solver.seed_table('panda_hand')
+    rng = np.random.default_rng(41)
+
+    def held_result(T, seed, deadline):
+        return ik_answers.held_result(model, chain, held, table, T, seed, 1e-5, 1e-5, 8,
+                                      deadline)
+
+    for _ in range(50):
+        T, seed = arm.pose(arm.random_q(rng)), arm.random_q(rng)
+        x_seed = seed[chain.moved]
+        at_seed = ik_answers._held_at(model, chain, held, T, seed, x_seed[held.held][None],
+                                      1e-5, 1e-5, 8, 'at the seed')
+        if at_seed is None and held_result(T, seed, math.inf) is not None:
+            break
+    else:
+        pytest.fail('no target whose seed values give no solution')
+    clock = iter(np.arange(100) * 1e-3)
+    monkeypatch.setattr(ik_answers.time, 'monotonic', lambda: next(clock))
+    assert ik_answers.WIDER_CALL_COST == 3.0
+    assert held_result(T, seed, 4.5e-3) is not None
+    clock = iter(np.arange(100) * 1e-3)
+    assert held_result(T, seed, 3.5e-3) is None
