@@ -5,6 +5,7 @@ EAIK, an independent subproblem-decomposition solver.
 from dataclasses import replace
 import math
 import re
+import time
 
 from eaik.IK_HP import HPRobot
 import numpy as np
@@ -1330,13 +1331,16 @@ def test_seven_joint_arms_hold_their_last_joint_and_solve_the_six(relative, tip,
         solved += 1
         assert result.method == f'analytic spherical_wrist, {joint} held'
         if k % 2:                  # then every solution keeps it there, the target's among them
+            # (within 1e-3 rad: the xArm7's snapped six, answering within the tolerances
+            # unpolished, put one 2e-4 rad from it in a joint near its wrist's singularity)
             assert all(q[moved[6]] == seed[moved[6]] for q in result.solutions)
-            assert any(all(same_angle(a, b, 1e-4) for a, b in zip(q[moved], q_true[moved]))
+            assert any(all(same_angle(a, b, 1e-3) for a, b in zip(q[moved], q_true[moved]))
                        for q in result.solutions)
         for q in result.solutions:
-            # Within the default tolerance (1e-5): the xArm7's rounded description is snapped
-            # and its solutions polished to a tenth of it.
-            assert_solves(arm, q, T, 2e-6)
+            # Within half the default tolerance (1e-5): the xArm7's rounded description is
+            # snapped, by 2e-6 m; at the seed's angle its exact branches are kept as they are
+            # (as one answer's: Family.drift), the grid's polished to a tenth of it.
+            assert_solves(arm, q, T, 5e-6)
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
         d = [np.linalg.norm(q - seed) for q in result.solutions]
         assert d == sorted(d)
@@ -1581,13 +1585,12 @@ def test_one_answer_of_a_seven_joint_arm_keeps_the_held_joint_where_the_seed_has
             assert_solves(arm, q, T)
 
 
-def test_several_solutions_of_a_held_joint_arm_skip_the_grid_that_would_end_past_the_deadline(
-        monkeypatch):
-    """Asked for several solutions where the seed's held value gives none, the call at the
-    neighbours' values and the grid runs only when WIDER_CALL_COST times the seed's call fits
-    before the deadline: on a clock that advances 1 ms per reading, the seed's call takes
-    1 ms, so a deadline 3.5 ms after it started skips the wider call and one 4.5 ms after it
-    does not (real timings: the deadline benchmark).
+def test_several_solutions_of_a_held_joint_arm_skip_the_wider_call_that_would_end_too_late():
+    """Asked for several solutions where the seed's held value gives none, the batched call at
+    the neighbours' values and the grid runs only when the time it took last (a decaying
+    maximum) fits before the deadline: one that took 10 s is skipped with 1 s left (the
+    numerical search then answers), and is measured when it runs (real lateness: the
+    deadline benchmark).
     """
     arm = Arm(erd(PANDA), 'panda_hand')
     solver, model = arm.solver, arm.model
@@ -1596,22 +1599,33 @@ def test_several_solutions_of_a_held_joint_arm_skip_the_grid_that_would_end_past
     held, table = solver._held_joints(chain), solver.seed_table('panda_hand')
     rng = np.random.default_rng(41)
 
-    def held_result(T, seed, deadline):
+    def held_result(T, seed, wide_call):
         return ik_answers.held_result(model, chain, held, table, T, seed, 1e-5, 1e-5, 8,
-                                      deadline)
+                                      time.monotonic() + 1.0, wide_call)
 
     for _ in range(50):
         T, seed = arm.pose(arm.random_q(rng)), arm.random_q(rng)
         x_seed = seed[chain.moved]
         at_seed = ik_answers._held_at(model, chain, held, T, seed, x_seed[held.held][None],
                                       1e-5, 1e-5, 8, 'at the seed')
-        if at_seed is None and held_result(T, seed, math.inf) is not None:
+        if at_seed is None:
             break
     else:
         pytest.fail('no target whose seed values give no solution')
-    clock = iter(np.arange(100) * 1e-3)
-    monkeypatch.setattr(ik_answers.time, 'monotonic', lambda: next(clock))
-    assert ik_answers.WIDER_CALL_COST == 3.0
-    assert held_result(T, seed, 4.5e-3) is not None
-    clock = iter(np.arange(100) * 1e-3)
-    assert held_result(T, seed, 3.5e-3) is None
+    wide_call = ik_answers.LastDuration()
+    result = held_result(T, seed, wide_call)
+    assert result is not None and len(result.solutions) == 8
+    assert 0.0 < wide_call.seconds < 1.0
+    wide_call.seconds = 10.0
+    assert held_result(T, seed, wide_call) is None and wide_call.seconds == 10.0
+    # Through the solver: the search answers (one solution, the seed table's warm starts).
+    solver._wide_calls['panda_hand'] = wide_call
+    result = solver.solve('panda_hand', T, seed, max_solutions=8, timeout=1.0)
+    assert result.success and result.method == 'numerical'
+    assert_solves(arm, result.q, T, 1e-5)
+    # The longest of recent durations, each older one counting 0.9 times less per call.
+    wide_call.measured(time.monotonic())
+    assert wide_call.seconds == 9.0
+    wide_call.seconds = 0.0
+    wide_call.measured(time.monotonic() - 0.5)
+    assert wide_call.seconds >= 0.5

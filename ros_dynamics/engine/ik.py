@@ -26,6 +26,7 @@ from .exceptions import InvalidInputError
 from .ik_answers import (
     BRANCH_JUMP,
     IKResult,
+    LastDuration,
     analytic_result,
     held_result,
     near_seed,
@@ -64,6 +65,8 @@ class IKSolver:
         self._held: dict[str, Optional[ik_held.HeldJoints]] = {}
         #: Per frame, the paired axes :meth:`prepare` keeps (:data:`PAIRED_SHARE`).
         self._pairs: dict[str, Optional[ik_pairs.PairedAxes]] = {}
+        #: Per frame, how long held joints' wider batched call took (several solutions).
+        self._wide_calls: dict[str, LastDuration] = {}
 
     def chain(self, frame: str) -> Chain:
         """The chain of ``frame`` (built once, then kept)."""
@@ -222,8 +225,10 @@ class IKSolver:
             return None, False
         held = self._held_joints(chain)
         if held is not None:
+            with self._lock:
+                wide_call = self._wide_calls.setdefault(chain.frame, LastDuration())
             return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
-                               q_seed, p_tol, o_tol, max_solutions, deadline), False
+                               q_seed, p_tol, o_tol, max_solutions, deadline, wide_call), False
         with self._lock:
             pairs = self._pairs.get(chain.frame)              # kept by prepare
         if pairs is None or (max_solutions or 1) > 1:        # several: the search collects them

@@ -145,7 +145,7 @@ def joint_bounds(model, chain, x_seed, active=None):
 
 
 def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_solutions,
-                deadline):
+                deadline, wide_call):
     """The solutions of a chain of more than six joints with the others held
     (:mod:`.ik_held`), inside the limits and tolerances, as an :class:`IKResult` nearest the
     seed first: with the held joints at their values in the seed (they then stay where they
@@ -154,8 +154,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     (monotonic clock) -- the seed itself when it already reaches the target (at a singular
     configuration no branch of the six need be the seed). Asked for several solutions
     (``max_solutions`` above 1), at the seed's values, then at the neighbours' values and a grid
-    in one batched call if there is time for it (:data:`WIDER_CALL_COST`). None when there is
-    none (the numerical search then tries).
+    in one batched call, unless the ``wide_call`` (:class:`LastDuration`) of this chain would
+    end past the deadline. None when there is none (the numerical search then tries).
 
     One answer farther than :data:`BRANCH_JUMP` from a seed nearer the target than the seed
     table's neighbours (:func:`_nearer_than_table`) -- the seed's branch leaves the limits at
@@ -188,11 +188,11 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
             if result is not None or time.monotonic() >= deadline:
                 break
     else:
-        started = time.monotonic()
-        result = _held_at(model, chain, held, T_target, q_seed, x_seed[held.held][None],
-                          p_tol, o_tol, max_solutions, method)
-        now = time.monotonic()
-        if result is None and now + WIDER_CALL_COST * (now - started) < deadline:
+        result = _held_one(model, chain, held, T_target, q_seed,
+                           tuple(x_seed[held.held].tolist()), p_tol, o_tol, max_solutions,
+                           method, None)
+        if result is None and wide_call.fits(deadline):
+            started = time.monotonic()
             lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
             neighbours = x_seed[None][:0] if table is None else \
                 table.nearest(T_target, HELD_NEIGHBOURS)
@@ -200,6 +200,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
             if len(values):                     # else several joints held and no seed table
                 result = _held_at(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                   max_solutions, method)
+            wide_call.measured(started)
     if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
         return result
     # Where the six joints are near a singularity of their own (the whole chain need not be),
@@ -209,6 +210,30 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     longer = not several and table is not None and _nearer_than_table(table, T_seed, T_target)
     return near_seed(model, chain, result, T_target, q_seed, T_seed, None, p_tol, o_tol,
                      max_solutions, longer)
+
+
+class LastDuration:
+    """How long a call took last time [s], so that it is skipped where it would end past a
+    deadline: a batched call's cost is mostly fixed, and depends on the chain and the machine
+    (a held-joint arm's 41 held values, 328 rows: 0.85 ms on Panda, 1.3-1.6 ms on xArm7,
+    whose snapped geometry is polished). The longest of recent calls, each older one
+    counting :data:`DECAY` times less per call (one stalled by the garbage collector is
+    forgotten within tens of calls). One float: threads may share it (the last writer wins).
+    """
+
+    #: Factor on the duration kept per later call.
+    DECAY = 0.9
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def fits(self, deadline):
+        """Whether the call, started now, would end before ``deadline`` (monotonic clock)."""
+        return time.monotonic() + self.seconds < deadline
+
+    def measured(self, started):
+        """The call started at ``started`` (monotonic clock) has just ended."""
+        self.seconds = max(time.monotonic() - started, self.DECAY * self.seconds)
 
 
 #: [rad or m] A closed-form answer farther than this from a seed near its target (some joint)
@@ -296,12 +321,6 @@ PAIRED_STARTS = 4
 #: on Panda, xArm7, TALOS's arm and TIAGo's, eight 4.2, 2.9, 12.3 and 9.5 % -- the mean solve
 #: 4-9 % sooner, the median and p99 as they were (twelve: 3.3, 2.4, 9.6, 7.9 %, p99 the same).
 HELD_NEIGHBOURS = 8
-
-#: Asked for several solutions, the call at the neighbours' values and the grid's costs up to
-#: this many times the call at the seed's (xArm7: 1.3-1.6 ms against 0.4-0.7; both mostly fixed
-#: cost); it is skipped -- the numerical search answers -- when it would end past the deadline.
-#: (With 1 ms timeouts it made xArm7's solves return up to 1.45 ms late.)
-WIDER_CALL_COST = 3.0
 
 #: The seed-table neighbour (the fourth nearest) whose distance gauges a seed's nearness to
 #: its target (:func:`_seed_near`, :func:`_nearer_than_table`).
