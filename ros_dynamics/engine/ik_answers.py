@@ -216,9 +216,10 @@ class LastDuration:
     """How long a call took last time [s], so that it is skipped where it would end past a
     deadline: a batched call's cost is mostly fixed, and depends on the chain and the machine
     (a held-joint arm's 8 neighbours' and 32 grid values, 320 rows: about 0.85 ms on Panda,
-    1.3-1.6 ms on xArm7, whose snapped geometry is polished). The longest of recent calls, each older one
-    counting :data:`DECAY` times less per call (one stalled by the garbage collector is
-    forgotten within tens of calls). One float: threads may share it (the last writer wins).
+    1.3-1.6 ms on xArm7, whose snapped geometry is polished). The longest of recent calls,
+    each older one counting :data:`DECAY` times less per call (one stalled by the garbage
+    collector is forgotten within tens of calls). One float: threads may share it (the last
+    writer wins).
     """
 
     #: Factor on the duration kept per later call.
