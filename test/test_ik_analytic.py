@@ -773,19 +773,21 @@ def test_centauros_leg_is_solved_in_closed_form():
 
 def test_an_offset_wrist_at_its_singularity_stays_and_solves(offset_wrist):
     """Joint 5 at pi/2 turns axis 6 onto the parallel axes: a robot there asked for where it is
-    stays; from elsewhere the pose is reached.
+    stays; from elsewhere the pose is reached. What is checked is the reach, not this
+    machine's speed: from a random seed the search runs too, 1.2 ms in the median here and up
+    to 6.9 ms, and a loaded CI machine ran out of the default 5 ms once.
     """
     arm = offset_wrist
     family = arm.solver.family('tool')
     rng = np.random.default_rng(16)
-    for _ in range(30):
+    for k in range(30):
         q = arm.random_q(rng)
         q[4] = math.pi / 2
         assert family.any_singular([q])
         T = arm.pose(q)
         result = arm.solver.solve('tool', T, q)
         assert result.success and result.method == 'seed'
-        result = arm.solver.solve('tool', T, arm.random_q(rng))
+        result = arm.solver.solve('tool', T, arm.random_q(rng), timeout=1.0, rng=k)
         assert result.success, result.message
         assert_solves(arm, result.q, T, 1e-5)
 
