@@ -170,7 +170,7 @@ class IKSolver:
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
-        handed = None                    # the subproblems' answer at the wrist singularity
+        handed = None                    # the subproblems' answer at a singularity they left
         result = None                    # the seed's own answer
         if w is None:
             family = self._family(chain, q_seed, active)
@@ -208,8 +208,9 @@ class IKSolver:
             result = _result(search, deadline, q_seed, int(max_solutions or 1))
         if handed is None:
             return result
-        # At the wrist singularity the search answers from the seed; the subproblems' solutions
-        # (the other branches, the continuum by one point) join its own.
+        # At a singularity the closed form left to it (:func:`analytic_result`) the search
+        # answers from the seed; the subproblems' solutions (the other branches, the continuum
+        # by one point) join its own.
         return with_closed_form(result, handed, chain, T_target, q_seed, max_solutions,
                                 (position_tolerance, orientation_tolerance))
 
@@ -217,8 +218,8 @@ class IKSolver:
                      max_solutions, deadline):
         """The analytic answer (six joints of ``family``, the chain's with the joints outside
         ``active`` held, or None; more joints with the others held; for one answer, six whose
-        axes meet in pairs) or None, and whether the target is at the wrist singularity
-        (:func:`analytic_result`).
+        axes meet in pairs) or None, and whether the target is at a singularity whose
+        continuum's point nearest the seed it did not find (:func:`analytic_result`).
         """
         if family is not None:
             return analytic_result(self.model, chain, family, T_target, q_seed, active, p_tol,

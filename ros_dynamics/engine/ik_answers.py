@@ -48,11 +48,14 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     an exact geometry, None when every solution lies outside the limits (the numerical search
     should try) -- and whether the target is at the wrist singularity
     (:meth:`~ros_dynamics.engine.ik_analytic.Family.any_singular`) or the shoulder's
-    (:meth:`~ros_dynamics.engine.ik_analytic.Family.shoulder_singular`). There the solutions form a
-    continuum, of which the subproblems give one point, not the one nearest the seed (a robot
-    asked for where it is would move), and rounding can leave that point off the target (a
-    reachable pose answered 'out of reach'): the search should try from the seed, and these
-    solutions join its own (:func:`with_closed_form`).
+    (:meth:`~ros_dynamics.engine.ik_analytic.Family.shoulder_singular`) and the solutions
+    nearest the seed were not found. There the solutions form a continuum, of which the
+    subproblems give one point. At the wrist singularity (every joint active), each branch's
+    point nearest the seed is taken instead (:func:`_continuum_one`); where that fails, and at
+    the shoulder's, the subproblems' point is not the one nearest the seed (a robot asked for
+    where it is would move), and rounding can leave it off the target (a reachable pose
+    answered 'out of reach'): the search should try from the seed, and these solutions join
+    its own (:func:`with_closed_form`).
     """
     x_seed = q_seed[chain.moved]
     if active is None:
@@ -61,9 +64,16 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         # unless its exact ones are kept as they are.
         limits = _past(chain.float_limits, POLISH_REACH) if _pruned(family, p_tol, o_tol) \
             else None
-        candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
-        singular = family.any_singular(q for q, _ in candidates) or \
-            family.shoulder_singular(T_target)
+        candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits,
+                                      near=tuple(x_seed.tolist()))
+        singular = family.any_singular(q for q, _ in candidates)
+        shoulder = family.shoulder_singular(T_target)
+        if singular and not shoulder:
+            result = _continuum_one(model, chain, family, candidates, T_target, q_seed, p_tol,
+                                    o_tol, max_solutions)
+            if result is not None:
+                return result, False
+        singular = singular or shoulder
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions)
         if result is not None:
@@ -236,6 +246,11 @@ class LastDuration:
         """The call started at ``started`` (monotonic clock) has just ended."""
         self.seconds = max(time.monotonic() - started, self.DECAY * self.seconds)
 
+
+#: [rad] A seed this near one of a target's solutions at the wrist singularity (every joint, a
+#: whole turn aside) is answered that point of the continuum, or the search from the seed
+#: tries (:func:`_continuum_one`).
+SEED_BRANCH = 0.5
 
 #: [rad or m] A closed-form answer farther than this from a seed near its target (some joint)
 #: may have left the seed's branch: the seed is iterated too (:func:`near_seed`).
@@ -582,6 +597,45 @@ def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_t
                                np.ones(6, dtype=bool), p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
                        f'analytic {family.name}', clip=not family.snapped)
+
+
+def _continuum_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
+                   max_solutions):
+    """:func:`_analytic_one` for ``candidates`` moved along the wrist singularity's continuum
+    to the points nearest the seed (:meth:`~ros_dynamics.engine.ik_analytic.Family.solve_one`
+    given ``near``): each checked on the chain, since a joint 5 a hair off the singularity
+    (within :data:`~ros_dynamics.engine.ik_analytic.SINGULAR_ANGLE`) makes a point moved along
+    the line miss the target by up to that times the turn, and rounding there reaches 1.5e-8
+    rad (a tangency's solutions, flagged not exact, are checked too). None when none is inside
+    the limits and tolerances -- or when a candidate near a seed near its target (within
+    :data:`SEED_BRANCH`, in angles a whole turn apart) is not the answer: the continuum then
+    crosses a limit between them, or the point nearest the seed is out of the arm's reach
+    (three parallel axes with the elbow near straight), and the search from the seed tries.
+    A seed that reaches the target is the first solution itself.
+    """
+    rows = np.array(list(dict.fromkeys(q for q, _ in candidates)))      # a tangency's twice
+    if not len(rows):
+        return None
+    p_err, o_err = error_norms(chain.poses(rows), np.broadcast_to(T_target, (len(rows), 4, 4)))
+    ok = (p_err <= p_tol) & (o_err <= o_tol)
+    checked = [(q, True, (p, o)) for q, p, o in zip(rows[ok].tolist(), p_err[ok].tolist(),
+                                                    o_err[ok].tolist())]
+    result = _ranked_one(model, chain, checked, T_target, q_seed, p_tol, o_tol, max_solutions,
+                         f'analytic {family.name}', clip=False)
+    if result is None:
+        return None
+    x_seed = q_seed[chain.moved]
+    nearest = np.abs((rows - x_seed + np.pi) % (2.0 * np.pi) - np.pi).max(axis=1).min()
+    answered = np.abs(result.q[chain.moved] - x_seed).max()
+    if nearest <= SEED_BRANCH and answered > nearest + _DISTINCT:
+        return None
+    seed = seed_result(model, chain, T_target, q_seed, p_tol, o_tol) if answered < _DISTINCT \
+        else None
+    if seed is not None:       # a robot asked for where it is stays, not a rounding's hair off
+        result.q = result.solutions[0] = seed.q
+        result.position_error, result.orientation_error = seed.position_error, \
+            seed.orientation_error
+    return result
 
 
 def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
