@@ -1370,6 +1370,38 @@ def test_a_snapped_held_arm_tracking_a_target_answers_next_to_its_seed():
             assert_solves(arm, q, T, 1e-5)
 
 
+@pytest.mark.parametrize('relative, tip, singular', [
+    (PANDA, 'panda_hand', None), (PANDA, 'panda_hand', 'panda_joint2'),
+    ('xarm_description/urdf/xarm7.urdf', 'link_eef', None),
+    (TALOS, 'gripper_left_base_link', None)],
+    ids=['panda', 'panda joint 2 at 0', 'xarm7', 'talos arm'])
+def test_a_held_joint_arm_tracking_its_target_answers_next_to_the_seed(relative, tip,
+                                                                       singular):
+    """Seeds 1e-3 rad off their targets' configurations (a robot tracking a target): each
+    answered within 5e-3 rad of the seed, on Pinocchio's pose, inside the limits -- also with
+    Panda's joint 2 at 0, where its six joints' first and third axes line up (a continuum of
+    their solutions). The held values' closed form answered 2-4 % of such seeds 0.05 rad or
+    more away (its solutions at the seed's held values jump near the six's singularity), in
+    0.22-0.35 ms; the seed's own iteration, tried first when its pose is within 5 cm and 0.25
+    rad, answers next to it in 0.15 ms.
+    """
+    arm = Arm(erd(relative), tip)
+    model = arm.model
+    lower, upper = model.lower_limits, model.upper_limits
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        q = arm.random_q(rng)
+        if singular:
+            q[model.q_names.index(singular)] = 0.0
+        T = arm.pose(q)
+        seed = np.clip(q + rng.uniform(-1e-3, 1e-3, model.nq), lower, upper)
+        result = arm.solver.solve(tip, T, seed)
+        assert result.success, result.message
+        assert np.abs(result.q - seed).max() <= 5e-3, (result.method, result.q - seed)
+        assert_solves(arm, result.q, T, 1e-5)
+        assert np.all((result.q >= lower) & (result.q <= upper))
+
+
 @pytest.mark.parametrize('relative, tip, joint', [
     (PANDA, 'panda_hand', 'panda_joint7'),
     ('xarm_description/urdf/xarm7.urdf', 'link_eef', 'joint7')], ids=['panda', 'xarm7'])
@@ -1461,9 +1493,10 @@ def test_ranking_keeps_each_solution_farther_than_a_milliradian_from_those_befor
 def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, held):
     """TALOS's arm with its torso (9 joints) and TIAGo's with its sliding torso (8): the torso
     and the arm's first joint held, the other six are a spherical wrist. One answer keeps the
-    held joints at the seed's values or a seed-table neighbour's; several come from the seed's,
-    the neighbours' and (none here: several joints held) no grid. Every solution checked with
-    Pinocchio, inside the limits.
+    held joints at the seed's values or a seed-table neighbour's -- but a warm seed (its pose
+    within 5 cm and 0.25 rad of the target) is iterated alone first, and answers next to
+    itself; several come from the seed's, the neighbours' and (none here: several joints held)
+    no grid. Every solution checked with Pinocchio, inside the limits.
     """
     arm = Arm(erd(relative), tip)
     model, solver = arm.model, arm.solver
@@ -1473,7 +1506,7 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
     in_chain = [list(moved).index(i) for i in index]
     method = f"analytic spherical_wrist, {', '.join(held)} held"
     rng = np.random.default_rng(18)
-    one = several = kept = near = 0
+    one = several = near = 0
     for k in range(40):
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         if k % 2:                      # a warm seed: the target's configuration, slightly off
@@ -1483,16 +1516,15 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
         result = solver.solve(tip, T, seed, timeout=1.0)     # what is measured is the reach
         assert result.success
         near += k % 2 and np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
-        if result.method != 'numerical':
+        if k % 2:
+            assert result.message.startswith('converged from the seed'), result.message
+        elif result.method != 'numerical':
             one += 1
             assert result.method == method
             values = result.q[index]
             neighbours = table.nearest(T, ik_answers.HELD_NEIGHBOURS)
             assert np.array_equal(values, seed[index]) or any(
                 np.array_equal(values, n[in_chain]) for n in neighbours)
-            # A warm seed's own values come first (the target may be just out of the six's
-            # reach there: then a neighbour's answer).
-            kept += k % 2 and np.array_equal(values, seed[index])
             for q in result.solutions:
                 np.testing.assert_array_equal(q[index], values)
         result = solver.solve(tip, T, seed, max_solutions=30, timeout=1.0)
@@ -1501,12 +1533,9 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
         for q in result.solutions:     # the numerical search's within its tolerance, 1e-5
             assert_solves(arm, q, T, 1e-9 if result.method == method else 1e-5)
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
-    print(f'{relative}: one answer analytic {one} of 40 ({kept} of 20 warm seeds at their '
-          f'own values, {near} answered next to them), several {several} of 40')
-    # Every warm seed is answered next to it: where the six joints' solutions at its held
-    # values (or a neighbour's) are all far, its own iteration answers (16 and 13 of 20 before
-    # it did; so fewer answers are analytic than the 30-36 and 34-40 of 40 then).
-    assert one >= 24 and several >= 26 and kept >= 8 and near == 20
+    print(f'{relative}: one answer analytic {one} of 20 random seeds ({near} of 20 warm seeds '
+          f'answered next to them), several {several} of 40')
+    assert one >= 13 and several >= 26 and near == 20
 
 
 @pytest.mark.parametrize('relative, tip', [

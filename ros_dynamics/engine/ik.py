@@ -32,9 +32,8 @@ from .ik_answers import (
     near_seed,
     paired_result,
     paired_share,
-    seed_result,
+    seed_answer,
     unchecked,
-    warm_result,
     with_closed_form,
 )
 from .ik_chain import Chain
@@ -194,13 +193,11 @@ class IKSolver:
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
-                T_seed = chain.pose(q_seed[chain.moved])
-                seed = seed_result(model, chain, T_target, q_seed, position_tolerance,
-                                   orientation_tolerance, T_seed)
-                if seed is not None:
-                    return seed
-                result = warm_result(model, chain, T_target, q_seed, T_seed, active,
+                result = seed_answer(model, chain, T_target, q_seed,
+                                     chain.pose(q_seed[chain.moved]), active,
                                      position_tolerance, orientation_tolerance)
+                if result is not None and result.method == 'seed':
+                    return result
         if result is None:
             search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                             position_tolerance, orientation_tolerance, position_only, rng,

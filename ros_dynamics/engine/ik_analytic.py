@@ -237,7 +237,11 @@ class Family:
         if q5 is None:
             return False
         k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)   # read backwards: -q2
-        return any(_at_singularity(sign * float(q[k]), q5) for q in qs)
+        for q in qs:                                  # as _at_singularity (every solve asks)
+            d = (sign * q[k] - q5) % math.pi
+            if d < SINGULAR_ANGLE or d > math.pi - SINGULAR_ANGLE:
+                return True
+        return False
 
     def shoulder_singular(self, T):
         """Whether the tip pose ``T`` (4, 4) in the root frame puts the point the first three

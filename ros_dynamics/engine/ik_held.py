@@ -19,6 +19,7 @@ solutions are asked for, those and a grid over a single held joint's range, in o
 (:class:`Shoulder`) knows the angles that reach a target in closed form.
 """
 from dataclasses import dataclass
+from functools import cached_property
 import math
 from typing import Optional
 
@@ -62,11 +63,12 @@ class HeldJoints:
     #: The :class:`Shoulder` of the last held joint before the six, when it is one; else None.
     shoulder: Optional['Shoulder'] = None
 
-    @property
+    @cached_property
     def free(self) -> np.ndarray:
-        """(m,) bool: the six joints the family solves."""
+        """(m,) bool, read-only: the six joints the family solves."""
         free = np.ones(len(self.held) + 6, dtype=bool)
         free[self.held] = False
+        free.flags.writeable = False
         return free
 
     def reaching(self, T_target, values, lower, upper):
