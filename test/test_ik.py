@@ -351,9 +351,9 @@ def test_planar_3r_agrees_with_the_numerical_solver():
 
 @pytest.mark.parametrize('robot', COMPARED + ['tree'])
 def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
-    """The IK's chain kinematics (z-aligned joint frames, only the joints that move the frame)
-    against the full forward kinematics, for every frame: prismatic, continuous and mimic
-    joints included.
+    """The IK's chain kinematics (z-aligned joint frames, only the joints that move the frame;
+    batched and for one configuration) against the full forward kinematics, for every frame:
+    prismatic, continuous and mimic joints included.
     """
     model = RobotModel.from_urdf_string(TREE_URDF) if robot == 'tree' else load(erd(robot))
     Q = np.random.default_rng(65).uniform(-1.0, 1.0, (5, model.nq))
@@ -366,6 +366,9 @@ def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
         np.testing.assert_allclose(chain.pose(Q[2, chain.moved]),
                                    poses[2, model.frame_index(frame)], atol=1e-12)
         np.testing.assert_allclose(J, full[..., chain.moved], atol=1e-12)
+        T_one, JT_one = chain.evaluate_one(Q[3, chain.moved])
+        np.testing.assert_allclose(T_one, poses[3, model.frame_index(frame)], atol=1e-12)
+        np.testing.assert_allclose(JT_one.T, full[3][..., chain.moved], atol=1e-12)
         assert not np.any(np.delete(full, chain.moved, axis=-1))    # the others do not move it
 
 

@@ -141,6 +141,30 @@ class Chain:
             JT[..., 3:] *= self.angular
         return tip, (self.mimic_rows @ JT if self.mimic else JT)
 
+    def evaluate_one(self, x):
+        """:meth:`evaluate` of one configuration ``x`` (m,): ``T_root_frame`` (4, 4) and the
+        transposed Jacobian (m, 6), without the batch (its per-joint products cost more than
+        the arithmetic for one row).
+        """
+        n = len(self.basis)
+        if n == 0:
+            return self.frame_placement.copy(), np.zeros((0, 6))
+        L = self._links_one(x)
+        T = np.empty((n, 4, 4))
+        T[0] = L[0]
+        for k in range(1, n):
+            np.dot(T[k - 1], L[k], out=T[k])
+        tip = T[-1].dot(self.frame_placement)
+        zp = T.reshape(n, 16).take(_Z_AND_P, 1)
+        zd = zp[:, :6] * (tip.reshape(16).take(_P_ROTATED) - zp[:, 6:12])
+        JT = np.empty((n, 6))
+        np.subtract(zd[:, :3], zd[:, 3:], out=JT[:, :3])
+        JT[:, 3:] = zp[:, 12:]
+        if not self.pure_rotation:
+            JT[:, :3] = self.angular * JT[:, :3] + self.linear * JT[:, 3:]
+            JT[:, 3:] *= self.angular
+        return tip, (self.mimic_rows @ JT if self.mimic else JT)
+
     def poses(self, X):
         """``T_root_frame`` (B, 4, 4) at ``X`` (B, m), the positions of the joints
         :attr:`moved`.
@@ -153,20 +177,26 @@ class Chain:
         """``T_root_frame`` (4, 4) at one configuration ``x`` (m,) of the joints :attr:`moved`:
         :meth:`poses` without the batch (half its cost for one configuration).
         """
-        n = len(self.basis)
-        if n == 0:
+        if len(self.basis) == 0:
             return self.frame_placement.copy()
+        L = self._links_one(x)
+        T = L[0]
+        for k in range(1, len(L)):
+            T = T.dot(L[k])
+        return T.dot(self.frame_placement)
+
+    def _links_one(self, x):
+        """``C_k Z_k(x_k)`` (n, 4, 4) of each joint of the chain at one configuration ``x``
+        (m,) of the joints :attr:`moved`.
+        """
+        n = len(self.basis)
         x = x.take(self.x_index) * self.multiplier + self.offset if self.mimic else x
         terms = np.empty((n, 4))
         np.cos(x, out=terms[:, 0])
         np.sin(x, out=terms[:, 1])
         terms[:, 2] = 1.0
         terms[:, 3] = x
-        L = np.einsum('nk,nkj->nj', terms, self.basis).reshape(n, 4, 4)    # C_k Z_k(x_k)
-        T = L[0]
-        for k in range(1, n):
-            T = T.dot(L[k])
-        return T.dot(self.frame_placement)
+        return np.einsum('nk,nkj->nj', terms, self.basis).reshape(n, 4, 4)
 
     def _frames(self, X):
         """The z-aligned joint frames (B, n, 4, 4) and the frame's pose (B, 4, 4)."""

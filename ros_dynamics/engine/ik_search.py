@@ -451,9 +451,9 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
     x, previous = x_seed.copy(), np.inf
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
     for k in range(iterations + 1):
-        T, JT = chain.evaluate(x[None])
-        e = error(T)
-        p2, o2, cost = ((e * e) @ _SUMS)[0].tolist()
+        T, JT = chain.evaluate_one(x)
+        e = error(T[None])[0]
+        p2, o2, cost = ((e * e) @ _SUMS).tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
             return x, math.sqrt(p2), math.sqrt(o2), k
         if k == iterations or cost > cut * previous:
@@ -462,7 +462,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
         if active is not None:
             JT = JT * active[:, None]
         pull = x_seed - x if redundant else None
-        x = np.clip(x + _limited_step(JT[0], e[0], cost, pull, x, lower, upper), lower, upper)
+        x = np.clip(x + _limited_step(JT, e, cost, pull, x, lower, upper), lower, upper)
 
 
 def _limited_step(JT, e, cost, pull, x, lower, upper):
@@ -475,18 +475,32 @@ def _limited_step(JT, e, cost, pull, x, lower, upper):
     """
     fixed = np.zeros(len(x), dtype=bool)
     move = np.zeros(len(x))
+    step = _damped_step_one(JT, e, cost, pull)              # most often none crosses a limit
     for _ in range(len(x)):
-        free = ~fixed
-        step = damped_step((JT * free[:, None])[None], (e - move @ JT)[None], np.array([cost]),
-                           None if pull is None else (pull * free)[None])[0]
-        step[fixed] = move[fixed]
+        if fixed.any():
+            free = ~fixed
+            step = _damped_step_one(JT * free[:, None], e - move @ JT, cost,
+                                    None if pull is None else pull * free)
+            step[fixed] = move[fixed]
         stepped = x + step
-        past = ((stepped < lower) | (stepped > upper)) & free
+        past = ((stepped < lower) | (stepped > upper)) & ~fixed
         if not past.any():
             break
         fixed |= past
         move[past] = np.clip(stepped[past], lower[past], upper[past]) - x[past]
     return step
+
+
+def _damped_step_one(JT, e, cost, pull):
+    """:func:`damped_step` of one row (``JT`` (m, 6), ``e`` (6,), ``cost`` a float, ``pull``
+    (m,) or None), without the batch's overhead.
+    """
+    A = JT @ JT.T
+    A.flat[::len(A) + 1] += _DAMPING * cost + _LAMBDA0
+    rhs = JT @ e
+    if pull is not None:
+        rhs += pull_weight(cost) * pull
+    return np.linalg.solve(A, rhs)
 
 
 def pull_weight(cost):
