@@ -102,6 +102,21 @@ def _ik_tables(r):
               for robot, d in r['ik'].items()]
     lines += ['', 'ros_dynamics builds its seed table once per arm before the timed solves '
               '(`IKSolver.prepare`; the node does it at startup): ' + '; '.join(tables) + '.']
+    if 'ik_warm' in r:
+        lines += ['', '### Warm seeds: each target\'s own configuration moved by up to the '
+                  'offset in every joint (a robot tracking its target), and targets at a '
+                  'singularity', '', 'Stays: answered with no joint farther from the seed than '
+                  '0.05 rad (seeds 1e-3 off) or 0.1 rad (1e-2).', '',
+                  '| targets | solver | solves | success | stays | median ms | p99 ms |',
+                  '|---|---|---|---|---|---|---|']
+        for name, d in r['ik_warm'].items():
+            for solver, row in d['rows'].items():
+                if 'note' in row:
+                    lines.append(f'| {name} | {solver} | | {row["note"]} | | | |')
+                    continue
+                lines.append(f'| {name} | {solver} | {row["solves"]} | '
+                             f'{100 * row["success"]:.2f} % | {100 * row["stays"]:.1f} % | '
+                             f'{row["median_ms"]:.3f} | {row["p99_ms"]:.3f} |')
     if 'ik_path' in r:
         lines += ['', '### Cartesian paths: 100 poses 1 mm apart on a straight line from a '
                   'random configuration (each joint a fifth of its range inside its limits)',
@@ -284,6 +299,18 @@ def targets(r):
             line += (f'; {ours["solutions"]:.2f} solutions per target vs EAIK '
                      f'{eaik["solutions"]:.2f}: {_met(ours["solutions"] >= eaik["solutions"])}')
         out.append(line)
+    for name, d in r.get('ik_warm', {}).items():
+        ours, trac = d['rows']['ros_dynamics'], d['rows'].get('TRAC-IK (C++)', {})
+        if 'success' not in trac:
+            out.append(f'IK warm {name}: TRAC-IK not measured ({trac.get("note")})')
+            continue
+        ratio = ours['median_ms'] / trac['median_ms']
+        out.append(f'IK warm {name}: median {ours["median_ms"]:.3f} vs {trac["median_ms"]:.3f} '
+                   f'ms = {ratio:.2f}x (target <= 1x): {_met(ratio <= 1.0)}; success '
+                   f'{100 * ours["success"]:.1f} % vs {100 * trac["success"]:.1f} %: '
+                   f'{_met(ours["success"] >= trac["success"])}; stays next to the seed '
+                   f'{100 * ours["stays"]:.1f} % vs {100 * trac["stays"]:.1f} %: '
+                   f'{_met(ours["stays"] >= trac["stays"])}')
     for robot, d in r.get('ik_path', {}).items():
         ours, trac = d['ros_dynamics'], d['TRAC-IK (C++)']
         if 'note' in trac:

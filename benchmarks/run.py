@@ -420,6 +420,91 @@ def _path_runs(lines, check, solve):
             'p99_ms': float(np.percentile(times, 99))}
 
 
+#: Warm seeds: each joint of the target's configuration moved by up to this [rad] (a robot
+#: tracking a target at 1 kHz moves about 1e-3 rad per step; 1e-2 is a slower loop).
+WARM_OFFSETS = (1e-3, 1e-2)
+#: Targets at a singularity: (arm of IK_ARMS, joint, value) -- a UR arm's wrist straight
+#: (joint 5 at 0: axes 4 and 6 in line), the Kinova's likewise (at pi), Panda's joint 2 at 0
+#: (axes 1 and 3 in line) -- with seeds 1e-2 rad off.
+SINGULAR_TARGETS = (('ur5', 'wrist_2_joint', 0.0), ('kinova', 'j2s6s200_joint_5', np.pi),
+                    ('panda', 'panda_joint2', 0.0))
+#: [rad] An answer with no joint farther than this from a seed 1e-3 (1e-2) rad off stays
+#: next to it.
+WARM_STAYS = {1e-3: 0.05, 1e-2: 0.1}
+
+
+def bench_ik_warm(targets, rng, arms):
+    """Warm seeds: random reachable targets (as :func:`bench_ik`), each seeded with its own
+    configuration moved by up to :data:`WARM_OFFSETS` in every joint (inside the limits), and
+    targets at a singularity (:data:`SINGULAR_TARGETS`); ours and TRAC-IK, 5 ms, 1e-5, every
+    answer checked with Pinocchio, and whether it stays next to the seed (:data:`WARM_STAYS`).
+    """
+    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
+    cases = [(robot, None, d) for robot in arms for d in WARM_OFFSETS]
+    cases += [(robot, (joint, value), 1e-2) for robot, joint, value in SINGULAR_TARGETS
+              if robot in arms]
+    out = {}
+    for robot, singular, d in cases:
+        rel, tip = IK_ARMS[robot]
+        path = erd(rel)
+        model = load(path)
+        chain = [model.joint_names.index(j.name) for j in peers.urdf_chain(path, tip)[0]
+                 if j.type != 'fixed']
+        lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+        hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+        goals, seeds = [], []
+        for _ in range(targets):
+            q = model.middle_configuration()
+            q[chain] = rng.uniform(lo[chain], hi[chain])
+            if singular:
+                q[model.q_names.index(singular[0])] = singular[1]
+            goals.append(model.frame_pose(q, tip))
+            seed = q.copy()
+            seed[chain] = np.clip(q[chain] + rng.uniform(-d, d, len(chain)), lo[chain],
+                                  hi[chain])
+            seeds.append(seed)
+        check = peers.PoseCheck(model, tip, path)
+        solver = IKSolver(model)
+        solver.prepare(tip)
+        settle_garbage_collector()
+        answers, times = [], []
+        for i, (T, seed) in enumerate(zip(goals, seeds)):
+            t = time.perf_counter()
+            res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
+                               position_tolerance=IK_TOLERANCE,
+                               orientation_tolerance=IK_TOLERANCE)
+            times.append(time.perf_counter() - t)
+            answers.append(res.q if res.success else None)
+        rows = {'ros_dynamics': _warm_row(check, goals, seeds, answers, times, d)}
+        try:
+            trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
+            answers, times = [], []
+            for T, seed in zip(goals, seeds):
+                position, quat = T[:3, 3].tolist(), quat_xyzw_from_matrix(T[:3, :3]).tolist()
+                t = time.perf_counter()
+                q = trac.solve(seed, position, quat)
+                times.append(time.perf_counter() - t)
+                answers.append(q)
+            rows[trac.name] = _warm_row(check, goals, seeds, answers, times, d)
+        except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
+            rows[peers.TracIK.name] = {'note': f'n/a: {type(err).__name__}: {err}'[:160]}
+        name = f'{robot}, {singular[0]} at {singular[1]:.3g}' if singular else robot
+        out[f'{name} (seed {d:g} off)'] = {'arm': robot, 'offset': d, 'rows': rows,
+                                            'targets': targets}
+    print('[bench] IK warm seeds done', flush=True)
+    return out
+
+
+def _warm_row(check, goals, seeds, answers, times, offset):
+    """:func:`_ik_row`, and the share of targets answered within :data:`WARM_STAYS` of the
+    seed in every joint.
+    """
+    row = _ik_row(check, goals, answers, times)
+    row['stays'] = float(np.mean([q is not None and np.abs(q - s).max() <= WARM_STAYS[offset]
+                                  for q, s in zip(answers, seeds)]))
+    return row
+
+
 def bench_deadline(solves, rng):
     """Solves that cannot succeed (targets 5 m out of reach, random orientations) run to their
     deadline: how late they return [ms past the timeout].
@@ -650,7 +735,8 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='tiny sizes (a smoke run)')
     parser.add_argument('--output', default=os.path.join(HERE, 'results'))
     parser.add_argument('--only', nargs='*', default=None,
-                        help='sections: engine trajectory ik path deadline node scaling loop')
+                        help='sections: engine trajectory ik warm path deadline node scaling '
+                        'loop')
     parser.add_argument('--robots', nargs='*', default=list(ROBOTS),
                         help=f'robots of the engine section: {list(ROBOTS)}')
     parser.add_argument('--arms', nargs='*', default=list(IK_ARMS),
@@ -658,7 +744,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     quick = args.quick
     rng = np.random.default_rng(20261121)
-    sections = args.only or ['engine', 'trajectory', 'ik', 'path', 'deadline', 'node',
+    sections = args.only or ['engine', 'trajectory', 'ik', 'warm', 'path', 'deadline', 'node',
                              'scaling', 'loop']
     results = {'machine': machine(), 'quick': quick}
     previous = os.path.join(args.output, 'results.json')
@@ -671,6 +757,8 @@ def main(argv=None):
         results['trajectory'] = bench_trajectory(50 if quick else 1000, rng, 3 if quick else 15)
     if 'ik' in sections:
         results['ik'] = bench_ik(10 if quick else 1500, 3 if quick else 100, rng, args.arms)
+    if 'warm' in sections:
+        results['ik_warm'] = bench_ik_warm(10 if quick else 500, rng, args.arms)
     if 'path' in sections:
         results['ik_path'] = bench_ik_path(2 if quick else 30, 100, rng)
     if 'deadline' in sections:

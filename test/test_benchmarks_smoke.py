@@ -28,15 +28,24 @@ def test_benchmark_harness_smoke_run(tmp_path):
 
 
 def test_benchmark_ik_section_smoke_run(tmp_path):
-    """The IK section on UR5 (tiny sizes): ours and EAIK (a test dependency) measured -- an
-    error in the harness's own code after a peer loaded fails the run, not an 'n/a' row.
+    """The IK sections on UR5 (tiny sizes): ours and EAIK (a test dependency) measured -- an
+    error in the harness's own code after a peer loaded fails the run, not an 'n/a' row -- and
+    warm seeds, also at the wrist singularity.
     """
     result = subprocess.run(
         [sys.executable, os.path.join(REPO, 'benchmarks', 'run.py'), '--quick', '--only', 'ik',
-         '--arms', 'ur5', '--output', str(tmp_path)],
+         'warm', '--arms', 'ur5', '--output', str(tmp_path)],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    rows = json.loads((tmp_path / 'results.json').read_text())['ik']['ur5']['rows']
+    data = json.loads((tmp_path / 'results.json').read_text())
+    rows = data['ik']['ur5']['rows']
     assert rows['ros_dynamics']['success'] == 1.0, rows['ros_dynamics']
     for name in ('ros_dynamics', 'EAIK (C++)'):
         assert rows[name]['median_ms'] > 0 and rows[name]['solutions'] > 1, rows[name]
+    warm = data['ik_warm']
+    assert set(warm) == {'ur5 (seed 0.001 off)', 'ur5 (seed 0.01 off)',
+                         'ur5, wrist_2_joint at 0 (seed 0.01 off)'}
+    for case in warm.values():
+        ours = case['rows']['ros_dynamics']
+        assert ours['success'] == 1.0 and ours['stays'] == 1.0, ours
+    assert 'IK warm ur5 (seed 0.001 off)' in (tmp_path / 'results.md').read_text()
