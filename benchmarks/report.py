@@ -109,14 +109,12 @@ def _ik_tables(r):
                   '0.05 rad (seeds 1e-3 off) or 0.1 rad (1e-2).', '',
                   '| targets | solver | solves | success | stays | median ms | p99 ms |',
                   '|---|---|---|---|---|---|---|']
-        for name, d in r['ik_warm'].items():
-            for solver, row in d['rows'].items():
-                if 'note' in row:
-                    lines.append(f'| {name} | {solver} | | {row["note"]} | | | |')
-                    continue
-                lines.append(f'| {name} | {solver} | {row["solves"]} | '
-                             f'{100 * row["success"]:.2f} % | {100 * row["stays"]:.1f} % | '
-                             f'{row["median_ms"]:.3f} | {row["p99_ms"]:.3f} |')
+        lines += _solver_rows(
+            ((name, solver, row) for name, d in r['ik_warm'].items()
+             for solver, row in d['rows'].items()), 7,
+            lambda row: [row['solves'], f'{100 * row["success"]:.2f} %',
+                         f'{100 * row["stays"]:.1f} %', f'{row["median_ms"]:.3f}',
+                         f'{row["p99_ms"]:.3f}'])
     if 'ik_path' in r:
         lines += ['', '### Cartesian paths: 100 poses 1 mm apart on a straight line from a '
                   'random configuration (each joint a fifth of its range inside its limits)',
@@ -125,16 +123,12 @@ def _ik_tables(r):
                   '1e-5 (Pinocchio) and no joint moving more than 0.5 rad between poses.', '',
                   '| arm | solver | paths | followed | median ms | p99 ms |',
                   '|---|---|---|---|---|---|']
-        for robot, d in r['ik_path'].items():
-            for solver in ('ros_dynamics', 'TRAC-IK (C++)'):
-                row = d[solver]
-                name = f'{solver} ({d["method"]})' if solver == 'ros_dynamics' else solver
-                if 'note' in row:
-                    lines.append(f'| {robot} | {name} | | {row["note"]} | | |')
-                    continue
-                lines.append(f'| {robot} | {name} | {d["paths"]} | '
-                             f'{100 * row["followed"]:.0f} % | {row["median_ms"]:.2f} | '
-                             f'{row["p99_ms"]:.2f} |')
+        lines += _solver_rows(
+            ((robot, f'{solver} ({d["method"]})' if solver == 'ros_dynamics' else solver,
+              dict(d[solver], paths=d['paths'])) for robot, d in r['ik_path'].items()
+             for solver in ('ros_dynamics', 'TRAC-IK (C++)')), 6,
+            lambda row: [row['paths'], f'{100 * row["followed"]:.0f} %',
+                         f'{row["median_ms"]:.2f}', f'{row["p99_ms"]:.2f}'])
     if 'deadline' in r:
         lines += ['', '### Deadline: solves that cannot succeed (targets out of reach) run to '
                   'their 5 ms timeout', '', '| arm | solves | late p50 ms | late p99 ms | '
@@ -142,6 +136,19 @@ def _ik_tables(r):
         for robot, d in r['deadline'].items():
             lines.append(f'| {robot} | {d["solves"]} | {d["p50_late_ms"]:.3f} | '
                          f'{d["p99_late_ms"]:.3f} | {d["max_late_ms"]:.3f} |')
+    return lines
+
+
+def _solver_rows(entries, columns, cells):
+    """Table lines ``| label | solver | cells(row)... |`` of ``(label, solver, row)`` entries
+    (``columns`` in all); a row that was not measured shows its note instead.
+    """
+    lines = []
+    for label, solver, row in entries:
+        if 'note' in row:
+            lines.append(f'| {label} | {solver} | | {row["note"]} |' + ' |' * (columns - 4))
+        else:
+            lines.append(f'| {label} | {solver} | ' + ' | '.join(map(str, cells(row))) + ' |')
     return lines
 
 
