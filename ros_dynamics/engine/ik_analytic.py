@@ -57,6 +57,7 @@ from .subproblems import (
     sp4_one,
     sp6,
     sp6_one,
+    wrap_one,
 )
 
 #: Axes whose directions differ by less than this [rad] count as parallel.
@@ -882,7 +883,7 @@ def _nearest_on_continuum(v, base, arm, q14, q6, s, near):
         den = dot3(_cross3(x1, to_elbow), h2)
         d2 = dot3(_cross3(moved, to_elbow), h2) / den if den else 0.0
         d3 = s3 * dot3(_cross3(x1, moved), h2) / den if den else 0.0
-        return x, exact, [_wrapped(xi - ai) for xi, ai in zip(x, a)], \
+        return x, exact, [wrap_one(xi - ai) for xi, ai in zip(x, a)], \
             (d2, d3, s4 * (1.0 - d2 - s3 * d3), -s)
 
     start, _ = _along_continuum(q14, q6, s, near[1] + s3 * near[2] + s4 * near[3], near[5])
@@ -926,18 +927,13 @@ def _cross3(a, b):
 CONTINUUM_STEPS, _HALVINGS, _CLOSE = 2, 4, 1e-6
 
 
-def _wrapped(x):
-    """``x`` turned into [-pi, pi)."""
-    return (x + math.pi) % _TURN - math.pi
-
-
 def _along_continuum(q4, q6, s, a4, a6):
     """At the wrist singularity only ``q4 + s * q6`` is fixed (``s``: +1 where joint 5 turns
     axis 6 along axis 4, -1 against; ``q4`` joint 4's angle, or for three parallel axes the
     sum of angles 2 to 4 about them): the pair on that line nearest ``(a4, a6)``, the
     difference split evenly between the two, each within a quarter turn of its own.
     """
-    e = (q4 - a4 + s * (q6 - a6) + math.pi) % _TURN - math.pi
+    e = wrap_one(q4 - a4 + s * (q6 - a6))
     return a4 + 0.5 * e, a6 + 0.5 * s * e
 
 

@@ -236,7 +236,7 @@ def sp4_one(h, p, k, d):
     ratio = c / r if r > 0.0 else 2.0
     exact = abs(ratio) <= 1.0 + _TANGENT
     half = math.acos(min(1.0, max(-1.0, ratio)))
-    return (_wrap_one(phi + half), _wrap_one(phi - half)), exact
+    return (wrap_one(phi + half), wrap_one(phi - half)), exact
 
 
 def sp3_one(p, q, k, d):
@@ -298,7 +298,7 @@ def sp6_one(H, K, P, d):
     for t, exact in angles:
         c, s = math.cos(t), math.sin(t)
         other = math.atan2(a1 - c10 * c - c11 * s, a0 - c00 * c - c01 * s)
-        t = _wrap_one(t)
+        t = wrap_one(t)
         out.append((other, t, exact) if swap else (t, other, exact))
     return out
 
@@ -307,5 +307,6 @@ def sp6_one(H, K, P, d):
 _SHIFT = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0))
 
 
-def _wrap_one(theta):
+def wrap_one(theta):
+    """An angle moved into [-pi, pi) (a float)."""
     return (theta + math.pi) % (2.0 * math.pi) - math.pi
