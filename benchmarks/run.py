@@ -199,6 +199,21 @@ def settle_garbage_collector():
     gc.freeze()
 
 
+def _ik_arm(robot):
+    """The tip, URDF path, model, chain joints (indices of the joints from the root link to the
+    tip) and the limits the targets are drawn in (infinite ones as +-pi) of an arm of
+    :data:`IK_ARMS`.
+    """
+    rel, tip = IK_ARMS[robot]
+    path = erd(rel)
+    model = load(path)
+    chain = [model.joint_names.index(j.name) for j in peers.urdf_chain(path, tip)[0]
+             if j.type != 'fixed']
+    lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
+    hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+    return tip, path, model, chain, lo, hi
+
+
 def bench_ik(targets, slow_targets, rng, arms):
     """The TRAC-IK protocol on every arm: random reachable targets (the chain's joints drawn
     inside the limits, the rest at mid-range), seed mid-range, 5 ms, 1e-5; every answer checked
@@ -208,13 +223,7 @@ def bench_ik(targets, slow_targets, rng, arms):
     from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
     out = {}
     for robot in arms:
-        rel, tip = IK_ARMS[robot]
-        path = erd(rel)
-        model = load(path)
-        chain = [model.joint_names.index(j.name) for j in peers.urdf_chain(path, tip)[0]
-                 if j.type != 'fixed']
-        lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
-        hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+        tip, path, model, chain, lo, hi = _ik_arm(robot)
         seed = model.middle_configuration()
         goals = []
         for _ in range(targets):
@@ -227,18 +236,10 @@ def bench_ik(targets, slow_targets, rng, arms):
         table = solver.prepare(tip)            # one-time seed table, outside the timed solves
         prepare_ms = (time.perf_counter() - t) * 1e3
         rows = {}
-        answers, times, counts = [], [], []
         settle_garbage_collector()
-        for i, T in enumerate(goals):
-            t = time.perf_counter()
-            res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
-                               position_tolerance=IK_TOLERANCE,
-                               orientation_tolerance=IK_TOLERANCE)
-            times.append(time.perf_counter() - t)
-            answers.append(res.q if res.success else None)
-            counts.append(len(res.solutions))
+        answers, times, counts, method = _our_solves(solver, tip, goals, [seed] * len(goals))
         rows['ros_dynamics'] = _ik_row(check, goals, answers, times, counts)
-        rows['ros_dynamics']['method'] = res.method
+        rows['ros_dynamics']['method'] = method
         for peer in (peers.EAIK, peers.IKGeo):
             try:
                 p = peer(model, tip)
@@ -270,6 +271,21 @@ def bench_ik(targets, slow_targets, rng, arms):
                       'seed_table': len(table)}
         print(f'[bench] IK on {robot} done', flush=True)
     return out
+
+
+def _our_solves(solver, tip, goals, seeds):
+    """Our timed solves of ``goals`` (4, 4) each from its seed of ``seeds`` (nq,): the answers
+    (q, None where it failed), times [s], solutions per target and the last solve's method.
+    """
+    answers, times, counts = [], [], []
+    for i, (T, seed) in enumerate(zip(goals, seeds)):
+        t = time.perf_counter()
+        res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
+                           position_tolerance=IK_TOLERANCE, orientation_tolerance=IK_TOLERANCE)
+        times.append(time.perf_counter() - t)
+        answers.append(res.q if res.success else None)
+        counts.append(len(res.solutions))
+    return answers, times, counts, res.method
 
 
 def _slow_ik_peers(model, tip, path, chain, seed, goals, check):
@@ -445,13 +461,7 @@ def bench_ik_warm(targets, rng, arms):
               if robot in arms]
     out = {}
     for robot, singular, d in cases:
-        rel, tip = IK_ARMS[robot]
-        path = erd(rel)
-        model = load(path)
-        chain = [model.joint_names.index(j.name) for j in peers.urdf_chain(path, tip)[0]
-                 if j.type != 'fixed']
-        lo = np.where(np.isfinite(model.lower_limits), model.lower_limits, -np.pi)
-        hi = np.where(np.isfinite(model.upper_limits), model.upper_limits, np.pi)
+        tip, path, model, chain, lo, hi = _ik_arm(robot)
         goals, seeds = [], []
         for _ in range(targets):
             q = model.middle_configuration()
@@ -467,14 +477,7 @@ def bench_ik_warm(targets, rng, arms):
         solver = IKSolver(model)
         solver.prepare(tip)
         settle_garbage_collector()
-        answers, times = [], []
-        for i, (T, seed) in enumerate(zip(goals, seeds)):
-            t = time.perf_counter()
-            res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
-                               position_tolerance=IK_TOLERANCE,
-                               orientation_tolerance=IK_TOLERANCE)
-            times.append(time.perf_counter() - t)
-            answers.append(res.q if res.success else None)
+        answers, times, _, _ = _our_solves(solver, tip, goals, seeds)
         rows = {'ros_dynamics': _warm_row(check, goals, seeds, answers, times, d)}
         try:
             trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
