@@ -672,6 +672,40 @@ def test_at_the_wrist_singularity_the_closed_form_answers_the_point_nearest_the_
     assert analytic >= 90
 
 
+@pytest.mark.parametrize('tolerance', [1e-5, 1e-12])
+@pytest.mark.parametrize('relative, tip', [(UR5, 'tool0'), (KINOVA, 'j2s6s200_end_effector')],
+                         ids=['ur5', 'kinova'])
+def test_a_hair_off_the_wrist_singularity_a_seed_at_or_near_its_target_stays(relative, tip,
+                                                                              tolerance):
+    """Joint 5 1e-5 to 1e-3 rad off the wrist singularity: the subproblems' angles 4 and 6 lose
+    accuracy (by about rounding over that angle), so their point of the seed's branch lay 6e-4
+    rad off a seed that reaches the target, and at a tolerance of 1e-12 missed it and was left
+    out -- the next branch, answered instead, radians away. A seed at its target is answered
+    with itself, exactly; one 1e-3 rad off (a robot tracking its target) within 0.01 rad of
+    the target's configuration; each on Pinocchio's pose to the tolerance.
+    """
+    arm = Arm(erd(relative), tip)
+    family = arm.solver.family(tip)
+    moved = arm.solver.chain(tip).moved
+    rng = np.random.default_rng(4)
+    for off in (1e-3, 1e-4, 1e-5, -1e-5):
+        for _ in range(10):
+            q = arm.random_q(rng)
+            q[moved[4]] = family._singular_q5 + off
+            assert not family.any_singular([q[moved]])
+            T = arm.pose(q)
+            near = q + 1e-3 * rng.standard_normal(len(q))
+            for seed in (q, near):
+                result = arm.solver.solve(tip, T, seed, position_tolerance=tolerance,
+                                          orientation_tolerance=tolerance)
+                assert result.success, result.message
+                assert_solves(arm, result.q, T, 2 * tolerance)
+                if seed is q:
+                    assert np.array_equal(result.q, q)
+                else:
+                    assert np.abs(result.q[moved] - q[moved]).max() < 0.01
+
+
 def test_a_narrow_wrist_at_its_singularity_stays_where_it_is(tmp_path):
     """The scalar solve leaves out early the branches an angle of which misses the limits --
     but not, at the wrist singularity, angles 4 and 6, which the continuum moves: the

@@ -234,15 +234,21 @@ class Family:
         pose and the solutions form a continuum -- in either family, read forwards or
         backwards. :meth:`singular` in Python floats, for a few configurations.
         """
+        return self.singular_distance(qs) < SINGULAR_ANGLE
+
+    def singular_distance(self, qs):
+        """The least angle [rad] of joint 5 in ``qs`` (six angles each, root first) from the
+        wrist singularity (:meth:`any_singular`); infinity for a wrist that has none.
+        """
         q5 = self._singular_q5
         if q5 is None:
-            return False
+            return math.inf
         k, sign = (1, -1.0) if self.geometry.reversed else (4, 1.0)   # read backwards: -q2
+        least = math.inf
         for q in qs:                                  # as _at_singularity (every solve asks)
             d = (sign * q[k] - q5) % math.pi
-            if d < SINGULAR_ANGLE or d > math.pi - SINGULAR_ANGLE:
-                return True
-        return False
+            least = min(least, d, math.pi - d)
+        return least
 
     def shoulder_singular(self, T):
         """Whether the tip pose ``T`` (4, 4) in the root frame puts the point the first three

@@ -66,16 +66,26 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
             else None
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits,
                                       near=tuple(x_seed.tolist()))
-        singular = family.any_singular(q for q, _ in candidates)
+        off_singular = family.singular_distance(q for q, _ in candidates)
+        singular = off_singular < ik_analytic.SINGULAR_ANGLE
         shoulder = family.shoulder_singular(T_target)
         if singular and not shoulder:
             result = _continuum_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol,
                                     max_solutions, f'analytic {family.name}')
             if result is not None:
                 return result, False
+            if min(p_tol, o_tol) < ROUNDING:
+                # A hair off the singularity the points moved along the line miss such
+                # tolerances, too far for polishing: the subproblems' own points are polished.
+                candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
         singular = singular or shoulder
+        near = singular or off_singular < NEAR_SINGULAR
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
-                               max_solutions)
+                               max_solutions, near)
+        seeded = _seed_own(model, chain, T_target, q_seed, p_tol, o_tol) if near else None
+        if seeded is not None:
+            return with_closed_form(seeded, result, chain, T_target, q_seed, max_solutions,
+                                    (p_tol, o_tol)), False
         if result is not None:
             return result, singular
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
@@ -108,6 +118,50 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
                         f'{o:.3g} rad', method=method), singular
     return ranked(model, chain, X[ok], p_err[ok], o_err[ok], q_seed, max_solutions, method,
                   T_target, (p_tol, o_tol), active), singular
+
+
+#: [rad] Joint 5 within this angle of the wrist singularity (and not at it): the subproblems'
+#: angles 4 and 6 lose accuracy as they near it (by about rounding over the angle off), so a
+#: seed that reaches the target, or is near it, answers first (:func:`_seed_own`).
+NEAR_SINGULAR = 1e-2
+
+
+def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol):
+    """The seed's own answer for a target near the wrist singularity, or None: the seed itself
+    when it reaches the target, else its iteration when near (:func:`seed_answer`) -- for
+    tolerances below :data:`ROUNDING`, Gauss-Newton steps from the seed and from that
+    iteration's answer to :data:`ROUNDING`, the damped iteration's steps being too short along
+    the singular direction to reach them. Near the singularity the subproblems' point of the
+    seed's branch can lie 1e-3 rad off a seed that reaches the target, or miss tolerances below
+    :data:`ROUNDING` and be left out (the next branch radians away); at it, a limit or the
+    arm's reach can cut the continuum short of the point nearest the seed.
+    """
+    x_seed = q_seed[chain.moved]
+    T_seed = chain.pose(x_seed)
+    if min(p_tol, o_tol) >= ROUNDING:
+        return seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+    errors = _errors_one(T_seed, T_target)
+    exact = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed, errors)
+    if exact is not None:
+        return exact
+    # A hair off the singularity, the answer to rounding can lie far along the line where the
+    # pose barely changes, the seed within the steps' reach -- or the other way round.
+    warm = warm_result(model, chain, T_target, q_seed, T_seed, None, ROUNDING, ROUNDING,
+                       errors=errors)
+    X = np.array([x_seed] + ([] if warm is None else [warm.q[chain.moved]]))
+    e = ik_analytic.polish(chain, X, T_target, np.ones(X.shape[1], dtype=bool),
+                           0.5 * min(p_tol, o_tol), near=PAST_SNAPPING)
+    p_err, o_err = np.linalg.norm(e[:, :3], axis=1), np.linalg.norm(e[:, 3:], axis=1)
+    lower, upper = model.lower_limits[chain.moved], model.upper_limits[chain.moved]
+    ok = (p_err <= p_tol) & (o_err <= o_tol) & np.all((X >= lower) & (X <= upper), axis=1)
+    if not ok.any():
+        return None
+    k = int(np.flatnonzero(ok)[0])
+    q = q_seed.copy()
+    q[chain.moved] = X[k]
+    p_err, o_err = float(p_err[k]), float(o_err[k])
+    return IKResult(q, True, p_err, o_err, 0, 1, 'converged from the seed (Gauss-Newton)',
+                    solutions=[q.copy()])
 
 
 def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions, tolerances):
@@ -598,13 +652,15 @@ def ranked(model, chain, X, p_err, o_err, q_seed, max_solutions, method, T_targe
 
 
 def _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
-                  max_solutions):
+                  max_solutions, near_singular=False):
     """:func:`analytic_result` in Python floats with every joint active -- the common case,
-    a few times faster; an approximate family's solutions polished (:func:`_polished`) -- or None
-    to take the general way (no exact solution inside the limits and tolerances, or the best
-    one's error above a tolerance).
+    a few times faster; an approximate family's solutions polished (:func:`_polished`), and an
+    exact one's ``near_singular`` (within :data:`NEAR_SINGULAR`) for a tolerance below
+    :data:`ROUNDING` (there the subproblems' angle 5 is off by more) -- or None to take the
+    general way (no exact solution inside the limits and tolerances, or the best one's error
+    above a tolerance).
     """
-    if _polishing(family, p_tol, o_tol):
+    if _polishing(family, p_tol, o_tol) or near_singular and min(p_tol, o_tol) < ROUNDING:
         candidates = _polished(chain, family, candidates, T_target, q_seed,
                                np.ones(6, dtype=bool), p_tol, o_tol)
     return _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_solutions,
