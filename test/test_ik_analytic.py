@@ -1417,7 +1417,9 @@ def test_a_held_joint_arm_tracking_its_target_answers_next_to_the_seed(relative,
     their solutions). The held values' closed form answered 2-4 % of such seeds 0.05 rad or
     more away (its solutions at the seed's held values jump near the six's singularity), in
     0.22-0.35 ms; the seed's own iteration, tried first when its pose is within 5 cm and 0.25
-    rad, answers next to it in 0.15 ms.
+    rad, answers next to it in 0.15 ms. Asked for several solutions, the seed's own answer
+    leads where the held values' nearest is more than 5e-3 rad off (before, 15 % of seeds on
+    Panda and xArm7 were answered 0.01-0.09 rad away).
     """
     arm = Arm(erd(relative), tip)
     model = arm.model
@@ -1429,11 +1431,13 @@ def test_a_held_joint_arm_tracking_its_target_answers_next_to_the_seed(relative,
             q[model.q_names.index(singular)] = 0.0
         T = arm.pose(q)
         seed = np.clip(q + rng.uniform(-1e-3, 1e-3, model.nq), lower, upper)
-        result = arm.solver.solve(tip, T, seed)
-        assert result.success, result.message
-        assert np.abs(result.q - seed).max() <= 5e-3, (result.method, result.q - seed)
-        assert_solves(arm, result.q, T, 1e-5)
-        assert np.all((result.q >= lower) & (result.q <= upper))
+        for max_solutions in (None, 8):
+            result = arm.solver.solve(tip, T, seed, max_solutions=max_solutions)
+            assert result.success, result.message
+            assert np.abs(result.q - seed).max() <= 5e-3, (result.method, result.q - seed)
+            for solution in result.solutions:
+                assert_solves(arm, solution, T, 1e-5)
+                assert np.all((solution >= lower) & (solution <= upper))
 
 
 @pytest.mark.parametrize('relative, tip, joint', [
@@ -1530,7 +1534,8 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
     held joints at the seed's values or a seed-table neighbour's -- but a warm seed (its pose
     within 5 cm and 0.25 rad of the target) is iterated alone first, and answers next to
     itself; several come from the seed's, the neighbours' and (none here: several joints held)
-    no grid. Every solution checked with Pinocchio, inside the limits.
+    no grid, led by a warm seed's own answer where theirs is farther. Every solution checked
+    with Pinocchio, inside the limits.
     """
     arm = Arm(erd(relative), tip)
     model, solver = arm.model, arm.solver
@@ -1540,7 +1545,7 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
     in_chain = [list(moved).index(i) for i in index]
     method = f"analytic spherical_wrist, {', '.join(held)} held"
     rng = np.random.default_rng(18)
-    one = several = near = 0
+    one = several = near = near_several = 0
     for k in range(40):
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         if k % 2:                      # a warm seed: the target's configuration, slightly off
@@ -1563,13 +1568,16 @@ def test_arms_on_a_torso_hold_the_torso_and_the_first_arm_joint(relative, tip, h
                 np.testing.assert_array_equal(q[index], values)
         result = solver.solve(tip, T, seed, max_solutions=30, timeout=1.0)
         assert result.success
-        several += result.method == method
+        if k % 2:             # the seed's own answer leads where the held values' is farther
+            near_several += np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
+        else:
+            several += result.method == method
         for q in result.solutions:     # the numerical search's within its tolerance, 1e-5
             assert_solves(arm, q, T, 1e-9 if result.method == method else 1e-5)
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
-    print(f'{relative}: one answer analytic {one} of 20 random seeds ({near} of 20 warm seeds '
-          f'answered next to them), several {several} of 40')
-    assert one >= 13 and several >= 26 and near == 20
+    print(f'{relative}: analytic {one} (one answer) and {several} (several) of 20 random seeds; '
+          f'of 20 warm seeds {near} and {near_several} answered next to them')
+    assert one >= 13 and several >= 13 and near == near_several == 20
 
 
 @pytest.mark.parametrize('relative, tip', [
