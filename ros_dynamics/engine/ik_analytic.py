@@ -140,8 +140,9 @@ class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
     whether snapping changed it (``snapped``), for the spherical wrist which shoulder case
     applies (``shoulder``: 'parallel', 'meeting' -- axes 1 and 2 -- or 'second' -- axes 2
-    and 3), and ``drift`` [m]: how far apart the true
-    and the snapped chain put the tip at most, at any configuration (:func:`_drift`).
+    and 3), ``drift`` [m]: how far apart the true and the snapped chain put the tip at most,
+    at any configuration (:func:`_drift`), and ``snap``: the largest angle [rad] snapping
+    turned an axis by, or distance [m] it moved an axis's line across itself.
     """
 
     name: str
@@ -149,6 +150,7 @@ class Family:
     snapped: bool
     shoulder: str = ''
     drift: float = 0.0
+    snap: float = 0.0
 
     @property
     def approximate(self):
@@ -353,7 +355,9 @@ def _family(name, new, g, shoulder=''):
     """The :class:`Family` ``name`` of the geometry ``g`` snapped to ``new``."""
     moved = np.linalg.norm(cross(new.h, new.o - g.o), axis=1)   # (6,) off each axis's line
     turned = not np.allclose(g.h, new.h, rtol=0, atol=1e-12)
-    return Family(name, new, turned or moved.max() > 1e-12, shoulder, _drift(turned, moved))
+    turn = float(np.arcsin(np.clip(np.linalg.norm(cross(g.h, new.h), axis=1), 0.0, 1.0)).max())
+    return Family(name, new, turned or moved.max() > 1e-12, shoulder, _drift(turned, moved),
+                  max(turn, float(moved.max())))
 
 
 def _drift(turned, moved):
