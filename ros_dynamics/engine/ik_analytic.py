@@ -784,9 +784,9 @@ def _spherical_wrist_one(v, R06, p, shoulder, exact_only, limits, singular_q5, n
             if prune and l6 and _misses(q6, l6):
                 continue
             if near is not None and not prune:
-                q4, q6 = _along_continuum(
-                    q4, q6, math.copysign(1.0, dot3(rotate3(h5, q5, h6), h4)), near[3],
-                    near[5])
+                turn = math.copysign(1.0, dot3(rotate3(h5, q5, h6), h4))
+                q4, q6 = _into_limits(*_along_continuum(q4, q6, turn, near[3], near[5]), turn,
+                                      l4, l6)
             out.append(((q1, q2, q3, q4, q5, q6), e and e45))
     return out
 
@@ -945,6 +945,47 @@ def _along_continuum(q4, q6, s, a4, a6):
     """
     e = wrap_one(q4 - a4 + s * (q6 - a6))
     return a4 + 0.5 * e, a6 + 0.5 * s * e
+
+
+#: [rad] A point of the wrist singularity's continuum moved into the limits stops this far
+#: inside those given (:func:`_into_limits`): one answer widens them by as much
+#: (``ik_answers.POLISH_REACH``).
+CONTINUUM_INSIDE = 0.01
+
+
+def _into_limits(q4, q6, s, l4, l6):
+    """The point of the continuum ``q4 + s * q6`` = constant (:func:`_along_continuum`)
+    nearest ``(q4, q6)`` with both angles :data:`CONTINUUM_INSIDE` inside their limits ``l4``
+    and ``l6`` (``(lower, upper, turning)`` or None: any angle), each moved by the whole turns
+    that bring it nearest them; ``(q4, q6)`` as they are where no point is, or they are inside.
+    Along the line ``(q4 + t, q6 - s t)``: an interval of ``t`` for each angle, then ``t``
+    nearest 0 in both.
+    """
+    pairs = ((q4, l4), (q6, l6))
+    if all(limit is None or limit[0] + CONTINUUM_INSIDE <= x <= limit[1] - CONTINUUM_INSIDE
+           for x, limit in pairs):
+        return q4, q6
+    low, high = -math.inf, math.inf
+    for k, (x, limit) in enumerate(pairs):
+        if limit is None:
+            continue
+        lower, upper, turning = limit
+        lower, upper = lower + CONTINUUM_INSIDE, upper - CONTINUUM_INSIDE
+        if lower > upper:
+            return q4, q6
+        if turning:                                  # the turn of x nearest the limits' middle
+            x += _TURN * round((0.5 * (lower + upper) - x) / _TURN)
+        # The angle moves by t (angle 4) or -s t (angle 6).
+        a, b = (lower - x, upper - x) if k == 0 or s < 0 else (x - upper, x - lower)
+        low, high = max(low, a), min(high, b)
+        if k == 0:
+            q4 = x
+        else:
+            q6 = x
+    if low > high:
+        return q4, q6
+    t = min(max(0.0, low), high)
+    return q4 + t, q6 - s * t
 
 
 def _at_singularity(q5, singular_q5):
