@@ -739,6 +739,52 @@ def test_at_the_wrist_singularity_the_continuum_point_is_moved_into_the_limits(r
     assert count >= analytic
 
 
+def test_a_review_s_cases_keep_every_solution_and_the_seed(tmp_path):
+    """A review's reproductions of early versions of the near-singular and several-solution
+    paths: the seed's own answer must join the other solutions, not replace them.
+    - UR5 a hair off the wrist singularity at 1e-8: the seed's answer and every branch the
+      solve from a far seed finds (one only, before).
+    - Panda asked for 2 solutions where the held values give none: the search still collects
+      2 (a redundant arm has more).
+    - TALOS's arm calibrated by 5e-6 (a snapped geometry whose branches are pruned), a seed at
+      its target near the elbow's singularity: answered with itself (0.12 rad off, before).
+    """
+    ur5 = Arm(erd(UR5), 'tool0')
+    q = np.array([0.57483413642617, -0.32320720983995432, 2.8018340732885747,
+                  -4.5967928084877343, 1.0000000111022303e-08, -4.2213498972754433])
+    T = ur5.pose(q)
+    near = ur5.solver.solve('tool0', T, q - 0.01, position_tolerance=1e-8,
+                            orientation_tolerance=1e-8)
+    far = ur5.solver.solve('tool0', T, q + np.array([2.0, -1.5, 1.0, 2.5, 1.5, -2.0]),
+                           position_tolerance=1e-8, orientation_tolerance=1e-8)
+    assert near.success and len(near.solutions) >= len(far.solutions) >= 4
+    for solution in near.solutions:
+        assert_solves(ur5, solution, T, 1e-8)
+    assert np.abs(near.q - q).max() < 0.02
+    panda = Arm(erd(PANDA), 'panda_hand')
+    q = np.zeros(panda.model.nq)
+    q[:7] = [-1.2669640475328103, 1e-3, 1.773334601664621, -0.46129723637521458, -2.8973,
+             1.887436713090495, 1.5372413285319966]
+    T = panda.pose(q)
+    seed = q.copy()
+    seed[:7] += 1e-3
+    result = panda.solver.solve('panda_hand', T, seed, position_tolerance=1e-10,
+                                orientation_tolerance=1e-10, max_solutions=2)
+    assert result.success and len(result.solutions) == 2
+    for solution in result.solutions:
+        assert_solves(panda, solution, T, 1e-9)
+    talos = Arm(calibrated('talos_data/robots/talos_left_arm.urdf', tmp_path, 5e-6, 5e-6, 7),
+                'gripper_left_base_link')
+    family = talos.solver.family('gripper_left_base_link')
+    assert family.snapped and family.snap <= ik_answers.PRUNE_SNAP
+    moved = talos.solver.chain('gripper_left_base_link').moved
+    q = np.zeros(talos.model.nq)
+    q[moved] = [0.28654472233799066, -0.93970886063795023, -1.0e-04, 2.3895740208297673,
+                -0.88066108932627696, 0.30762208263338764]
+    result = talos.solver.solve('gripper_left_base_link', talos.pose(q), q)
+    assert result.success and np.abs(result.q - q).max() < 1e-6
+
+
 def test_a_narrow_wrist_at_its_singularity_stays_where_it_is(tmp_path):
     """The scalar solve leaves out early the branches an angle of which misses the limits --
     but not, at the wrist singularity, angles 4 and 6, which the continuum moves: the
@@ -1017,7 +1063,7 @@ def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_
     """The leg of iCub (a spherical hip read backwards) has axes turned by up to 3.7e-6 rad: its
     geometry is snapped, and its solutions were all polished, those far outside the limits
     too (0.23 ms in the median). Snapped by no more than ``PRUNE_SNAP``, its branches are left
-    out as an exact geometry's, as soon as an angle misses the limits by 0.01 rad (0.10 ms):
+    out early, as soon as an angle misses the limits by ``SNAPPED_REACH`` (0.11 ms):
     on random targets, half near the wrist singularity, the same number of solutions as
     without, each on Pinocchio's pose and inside the limits, the first within 0.01 rad of the
     one found without. A robot calibrated by 1 mrad is not pruned.
@@ -1025,7 +1071,8 @@ def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_
     arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     family = arm.solver.family('l_sole')
     assert family.snapped and 1e-6 < family.snap <= ik_answers.PRUNE_SNAP
-    assert ik_answers._pruned(family, 1e-5, 1e-5) and ik_answers._pruned(family, 1e-9, 1e-9)
+    assert ik_answers._prune_slack(family, 1e-5, 1e-5) == ik_answers.SNAPPED_REACH
+    assert ik_answers._prune_slack(family, 1e-9, 1e-9) == ik_answers.SNAPPED_REACH
     moved = arm.solver.chain('l_sole').moved
     lower, upper = arm.model.lower_limits, arm.model.upper_limits
     rng = np.random.default_rng(6)
@@ -1047,7 +1094,7 @@ def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_
             assert_solves(arm, solution, T, 1e-5)
             assert np.all((solution >= lower) & (solution <= upper))
     rough = Arm(calibrated(UR5, tmp_path, 1e-3, 3e-4, 19), 'tool0').solver.family('tool0')
-    assert rough.snap > ik_answers.PRUNE_SNAP and not ik_answers._pruned(rough, 1e-9, 1e-9)
+    assert rough.snap > ik_answers.PRUNE_SNAP and ik_answers._prune_slack(rough, 1e-9, 1e-9) is None
 
 
 def test_a_slightly_snapped_arm_keeps_its_solutions_at_joint_limits():
@@ -1147,7 +1194,7 @@ def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, 
         result = solver.solve(arm.tip, T, seed)
         assert result.success and result.method.startswith('analytic')
         with monkeypatch.context() as m:
-            m.setattr(ik_answers, '_pruned', lambda *_: False)
+            m.setattr(ik_answers, '_prune_slack', lambda *_: None)
             unpruned = solver.solve(arm.tip, T, seed)
         np.testing.assert_array_equal(result.solutions, unpruned.solutions)
         for q in result.solutions:

@@ -949,7 +949,8 @@ def _along_continuum(q4, q6, s, a4, a6):
 
 #: [rad] A point of the wrist singularity's continuum moved into the limits stops this far
 #: inside those given (:func:`_into_limits`): one answer widens them by as much
-#: (``ik_answers.POLISH_REACH``).
+#: (``ik_answers.POLISH_REACH``; a slightly snapped geometry's by more, and its points so
+#: moved may stay outside the true limits: the search then answers).
 CONTINUUM_INSIDE = 0.01
 
 

@@ -62,8 +62,8 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
         # A geometry that was not snapped leaves out early the branches that no polishing
         # could bring inside the limits (:func:`_polished`); a snapped one's may be far off,
         # unless its exact ones are kept as they are.
-        limits = _past(chain.float_limits, POLISH_REACH) if _pruned(family, p_tol, o_tol) \
-            else None
+        slack = _prune_slack(family, p_tol, o_tol)
+        limits = None if slack is None else _past(chain.float_limits, slack)
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits,
                                       near=tuple(x_seed.tolist()))
         off_singular = family.singular_distance(q for q, _ in candidates)
@@ -75,19 +75,44 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
             if result is not None:
                 return result, False
             if min(p_tol, o_tol) < ROUNDING:
-                # A hair off the singularity the points moved along the line miss such
-                # tolerances, too far for polishing: the subproblems' own points are polished.
-                candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits)
+                # A hair off the singularity the points moved along the line can miss such
+                # tolerances too far for polishing: the subproblems' own points are polished too.
+                candidates = candidates + family.solve_one(T_target[:3, :3], T_target[:3, 3],
+                                                           limits=limits)
         singular = singular or shoulder
         near = singular or off_singular < NEAR_SINGULAR
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions, near)
-        seeded = _seed_own(model, chain, T_target, q_seed, p_tol, o_tol) if near else None
+        if near:
+            seeded = _seed_own(model, chain, T_target, q_seed, p_tol, o_tol)
+        elif family.snapped and result is not None and \
+                np.abs(result.q[chain.moved] - x_seed).max() <= SEED_BRANCH:
+            # Near any singularity a snapped geometry's point of the seed's branch can lie
+            # tenths of a radian along a direction the pose barely sees: a robot asked for
+            # where it is stays (calibrated TALOS arm: 8 of 900 such seeds answered 0.01-0.11
+            # rad off).
+            seeded = seed_result(model, chain, T_target, q_seed, p_tol, o_tol)
+        else:
+            seeded = None
         if seeded is not None:
+            if result is None:             # the branches polished in a batch join the seed's
+                result = _analytic_batched(model, chain, family, T_target, q_seed, active,
+                                           p_tol, o_tol, max_solutions)[0]
             return with_closed_form(seeded, result, chain, T_target, q_seed, max_solutions,
                                     (p_tol, o_tol)), False
         if result is not None:
             return result, singular
+    return _analytic_batched(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
+                             max_solutions)
+
+
+def _analytic_batched(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
+                      max_solutions):
+    """:func:`analytic_result` the general way: every branch solved in a batched call (the
+    joints outside ``active`` (m, bool; None: all) at the seed's values), polished for an
+    approximate family, ranked.
+    """
+    x_seed = q_seed[chain.moved]
     act = np.ones(len(chain.moved), dtype=bool) if active is None else active
     Q, exact = family.solve(T_target[None, :3, :3], T_target[None, :3, 3])
     X = np.repeat(x_seed[None], Q.shape[1], axis=0)
@@ -253,8 +278,9 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
             return result
         # The six joints' limits: their branches outside are left out early (as above).
         free = held.free
-        limits = _past([limit for limit, f in zip(chain.float_limits, free) if f],
-                       POLISH_REACH) if _pruned(held.family, p_tol, o_tol) else None
+        slack = _prune_slack(held.family, p_tol, o_tol)
+        limits = None if slack is None else \
+            _past([limit for limit, f in zip(chain.float_limits, free) if f], slack)
         near = tuple(x_seed[free].tolist())
         for values in _held_order(model, chain, held, table, T_target, x_seed, T_seed):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
@@ -278,7 +304,9 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         # A seed at or near its target leads, as for one answer, where the held values' six
         # put their nearest solution more than NEXT_TO_SEED from it (0.01-0.09 rad from 15 %
         # of seeds 1e-3 off on Panda and xArm7).
-        far = result is None or np.abs(result.q[chain.moved] - x_seed).max() > NEXT_TO_SEED
+        # Where the held values give none, the search (from the seed) collects them instead.
+        far = result is not None and \
+            np.abs(result.q[chain.moved] - x_seed).max() > NEXT_TO_SEED
         T_seed = chain.pose(x_seed) if far else None
         seeded = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol) \
             if far else None
@@ -589,21 +617,29 @@ def _polishing(family, p_tol, o_tol):
 
 
 #: [rad or m] A geometry snapped by at most this much (:attr:`~ros_dynamics.engine.ik_analytic.
-#: Family.snap`) has its branches left out early as an exact one's (:func:`_pruned`): iCub's
-#: legs, axes turned by up to 3.7e-6 rad, 0.23 -> 0.10 ms. Measured on UR10, Kinova, Romeo's
-#: arm, Z1, iCub's leg and TALOS's arm calibrated by 1e-5 (1,500 targets each, half within
-#: 0.01 rad of the wrist singularity): no polished solution inside the limits came from a
-#: branch more than 0.01 rad past them (at 1e-4, TALOS's arm: 2, up to 0.019 rad past).
+#: Family.snap`) has its branches left out early, those that no whole turn brings within
+#: :data:`SNAPPED_REACH` of the limits (:func:`_prune_slack`): iCub's legs, axes turned by up
+#: to 3.7e-6 rad, 0.23 -> 0.11 ms.
 PRUNE_SNAP = 1e-5
+#: [rad] ... a slack wide for so small a snapping (up to 0.01 rad would do on random targets:
+#: UR10, Kinova, Romeo's arm, Z1, iCub's leg and TALOS's arm calibrated by 1e-5, 1,500 targets
+#: each, half near the wrist singularity); near a singularity with a joint at its limit, a
+#: review found solutions past the limits by more (TALOS's arm calibrated by 5e-6: the seed's
+#: own 0.12 rad past, and 8-29 of 900 solves answered farther from the seed with 0.01).
+SNAPPED_REACH = 0.5
 
 
-def _pruned(family, p_tol, o_tol):
-    """Whether the scalar solve of ``family`` may leave out the branches that no whole turn
-    brings within :data:`POLISH_REACH` of the limits: polishing takes none of them inside --
-    unless the geometry was snapped by more than :data:`PRUNE_SNAP` and its solutions are
-    checked (:func:`_polished`): those may be far off the true ones, near a singularity.
+def _prune_slack(family, p_tol, o_tol):
+    """How far outside the limits [rad or m] a branch of ``family`` may be and still be
+    carried through the scalar solve, or None for every branch: polishing takes none farther
+    inside -- :data:`POLISH_REACH` for an exact geometry or one whose exact solutions are
+    within half the tolerances (:func:`unchecked`), :data:`SNAPPED_REACH` for one snapped by
+    at most :data:`PRUNE_SNAP`; a geometry snapped by more keeps every branch, as its solutions
+    may be far off the true ones near a singularity.
     """
-    return not family.snapped or family.snap <= PRUNE_SNAP or unchecked(family, p_tol, o_tol)
+    if not family.snapped or unchecked(family, p_tol, o_tol):
+        return POLISH_REACH
+    return SNAPPED_REACH if family.snap <= PRUNE_SNAP else None
 
 
 #: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
