@@ -681,14 +681,15 @@ def test_a_hair_off_the_wrist_singularity_a_seed_at_or_near_its_target_stays(rel
     accuracy (by about rounding over that angle), so their point of the seed's branch lay 6e-4
     rad off a seed that reaches the target, and at a tolerance of 1e-12 missed it and was left
     out -- the next branch, answered instead, radians away. A seed at its target is answered
-    with itself, exactly; one 1e-3 rad off (a robot tracking its target) within 0.01 rad of
-    the target's configuration; each on Pinocchio's pose to the tolerance.
+    with itself, exactly within 1e-4 rad of the singularity, within 1e-6 rad farther; one 1e-3
+    rad off (a robot tracking its target) within 0.01 rad of the target's configuration; each
+    on Pinocchio's pose to the tolerance.
     """
     arm = Arm(erd(relative), tip)
     family = arm.solver.family(tip)
     moved = arm.solver.chain(tip).moved
     rng = np.random.default_rng(4)
-    for off in (1e-3, 1e-4, 1e-5, -1e-5):
+    for off in (1e-3, 1e-4, 9e-5, 1e-5, -1e-5):
         for _ in range(10):
             q = arm.random_q(rng)
             q[moved[4]] = family._singular_q5 + off
@@ -700,8 +701,8 @@ def test_a_hair_off_the_wrist_singularity_a_seed_at_or_near_its_target_stays(rel
                                           orientation_tolerance=tolerance)
                 assert result.success, result.message
                 assert_solves(arm, result.q, T, 2 * tolerance)
-                if seed is q:
-                    assert np.array_equal(result.q, q)
+                if seed is q:                   # within 1e-4: the seed itself
+                    assert np.abs(result.q - q).max() <= (0.0 if abs(off) < 1e-4 else 1e-6)
                 else:
                     assert np.abs(result.q[moved] - q[moved]).max() < 0.01
 

@@ -80,11 +80,12 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
                 candidates = candidates + family.solve_one(T_target[:3, :3], T_target[:3, 3],
                                                            limits=limits)
         singular = singular or shoulder
-        near = singular or off_singular < NEAR_SINGULAR
+        near = singular or off_singular < (NEAR_SINGULAR if min(p_tol, o_tol) < ROUNDING
+                                           else NEAR_SINGULAR_LOOSE)
         result = _analytic_one(model, chain, family, candidates, T_target, q_seed, p_tol, o_tol,
                                max_solutions, near)
         if near:
-            seeded = _seed_own(model, chain, T_target, q_seed, p_tol, o_tol)
+            seeded = _seed_own(model, chain, T_target, q_seed, p_tol, o_tol, singular)
         elif family.snapped and result is not None and \
                 np.abs(result.q[chain.moved] - x_seed).max() <= SEED_BRANCH:
             # Near any singularity a snapped geometry's point of the seed's branch can lie
@@ -98,8 +99,7 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
             if result is None:             # the branches polished in a batch join the seed's
                 result = _analytic_batched(model, chain, family, T_target, q_seed, active,
                                            p_tol, o_tol, max_solutions)[0]
-            return with_closed_form(seeded, result, chain, T_target, q_seed, max_solutions,
-                                    (p_tol, o_tol)), False
+            return _led_by(seeded, result, q_seed, max_solutions), False
         if result is not None:
             return result, singular
     return _analytic_batched(model, chain, family, T_target, q_seed, active, p_tol, o_tol,
@@ -147,24 +147,33 @@ def _analytic_batched(model, chain, family, T_target, q_seed, active, p_tol, o_t
 
 #: [rad] Joint 5 within this angle of the wrist singularity (and not at it): the subproblems'
 #: angles 4 and 6 lose accuracy as they near it (by about rounding over the angle off), so a
-#: seed that reaches the target, or is near it, answers first (:func:`_seed_own`).
+#: seed that reaches the target, or is near it, answers first (:func:`_seed_own`) -- for
+#: tolerances below :data:`ROUNDING`, which the seed's branch there can miss (UR5 and Kinova
+#: 1e-3 rad off at 1e-12: the next branch answered, radians away) ...
 NEAR_SINGULAR = 1e-2
+#: ... and within this one for others, where a seed at its target came back 6e-4 rad off
+#: 1e-5 rad from the singularity, 1e-8 to 1e-6 at 1e-3 (the seed's answer joined with the
+#: closed form's costs 2.5-3.5 times the closed form's alone).
+NEAR_SINGULAR_LOOSE = 1e-4
 
 
-def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol):
-    """The seed's own answer for a target near the wrist singularity, or None: the seed itself
-    when it reaches the target, else its iteration when near (:func:`seed_answer`) -- for
+def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol, at):
+    """The seed's own answer for a target near the wrist singularity (``at`` it: its
+    continuum's point nearest the seed not found), or None: the seed itself when it reaches
+    the target, else, at the singularity, its iteration when near (:func:`seed_answer`) -- for
     tolerances below :data:`ROUNDING`, Gauss-Newton steps from the seed and from that
     iteration's answer to :data:`ROUNDING`, the damped iteration's steps being too short along
     the singular direction to reach them. Near the singularity the subproblems' point of the
-    seed's branch can lie 1e-3 rad off a seed that reaches the target, or miss tolerances below
-    :data:`ROUNDING` and be left out (the next branch radians away); at it, a limit or the
-    arm's reach can cut the continuum short of the point nearest the seed.
+    seed's branch can lie 6e-4 rad off a seed that reaches the target, or miss tolerances
+    below :data:`ROUNDING` and be left out (the next branch radians away); at it, a limit or
+    the arm's reach can cut the continuum short of the point nearest the seed.
     """
     x_seed = q_seed[chain.moved]
     T_seed = chain.pose(x_seed)
     if min(p_tol, o_tol) >= ROUNDING:
-        return seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+        if at:
+            return seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+        return seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
     errors = _errors_one(T_seed, T_target)
     exact = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed, errors)
     if exact is not None:
@@ -187,6 +196,29 @@ def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol):
     p_err, o_err = float(p_err[k]), float(o_err[k])
     return IKResult(q, True, p_err, o_err, 0, 1, 'converged from the seed (Gauss-Newton)',
                     solutions=[q.copy()])
+
+
+def _led_by(seeded, others, q_seed, max_solutions):
+    """The seed's own answer ``seeded`` (an :class:`IKResult`, one solution) among the
+    solutions of ``others`` (an :class:`IKResult` already checked and ranked, or None or a
+    failure), in order of distance to ``q_seed`` (nq,) -- less those within the distance that
+    makes two the same of it -- at most ``max_solutions`` (None: all); the first one's method
+    and errors. Unlike :func:`with_closed_form`, the others are not checked on the chain again.
+    """
+    if others is None or not others.success:
+        return seeded
+    Q = np.array(others.solutions)
+    kept = np.linalg.norm(Q - seeded.q, axis=1) >= _DISTINCT
+    Q = Q[kept]
+    k = int(np.searchsorted(np.linalg.norm(Q - q_seed, axis=1),
+                            np.linalg.norm(seeded.q - q_seed)))
+    solutions = list(Q[:k]) + [seeded.q] + list(Q[k:])
+    solutions = solutions[:max_solutions] if max_solutions else solutions
+    first = seeded if k == 0 else others
+    return IKResult(solutions[0], True, first.position_error, first.orientation_error,
+                    seeded.iterations, seeded.attempts,
+                    f'{first.method}: {len(solutions)} solution(s)', solutions=solutions,
+                    method=first.method)
 
 
 def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions, tolerances):
@@ -311,8 +343,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         seeded = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol) \
             if far else None
         if seeded is not None:
-            return with_closed_form(seeded, result, chain, T_target, q_seed, max_solutions,
-                                    (p_tol, o_tol))
+            return _led_by(seeded, result, q_seed, max_solutions)
     if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
         return result
     # Where the six joints are near a singularity of their own (the whole chain need not be),
