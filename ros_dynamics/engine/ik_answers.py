@@ -222,16 +222,14 @@ def _led_by(seeded, others, q_seed, max_solutions):
 
 
 def with_closed_form(found, analytic, chain, T_target, q_seed, max_solutions, tolerances):
-    """The :class:`IKResult` ``found`` from the seed -- the search's, for a target at the wrist
-    singularity; the seed's own (:func:`seed_answer`) near it, or for held joints -- joined by
-    the closed form's answer ``analytic`` (None or a failure when it has none): every solution
-    of both within the ``(position, orientation)`` tolerances on the chain (at the singularity
-    the subproblems' rounding reaches 1.5e-8 rad), distinct, nearest the seed first, at most
+    """The search's :class:`IKResult` ``found``, for a target at the wrist singularity, joined
+    by :func:`analytic_result`'s answer ``analytic`` (None or a failure when it has none): every
+    solution of both within the ``(position, orientation)`` tolerances on the chain (there the
+    subproblems' rounding reaches 1.5e-8 rad), distinct, nearest the seed first, at most
     ``max_solutions`` (None: all).
-    At the singularity the search's answer is the point of the continuum nearest the seed, the
-    subproblems' the other branches (and a nearer one, where the target is a hair off the
-    singularity); when the search timed out, the subproblems still answer (``timed_out`` stays
-    set).
+    The search's answer is the point of the continuum nearest the seed, the subproblems' the
+    other branches (and a nearer one, where the target is a hair off the singularity); when the
+    search timed out, the subproblems still answer (``timed_out`` stays set).
     """
     if analytic is None or not analytic.success:
         return found
