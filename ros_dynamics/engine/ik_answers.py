@@ -59,9 +59,9 @@ def analytic_result(model, chain, family, T_target, q_seed, active, p_tol, o_tol
     """
     x_seed = q_seed[chain.moved]
     if active is None:
-        # A geometry that was not snapped leaves out early the branches that no polishing
-        # could bring inside the limits (:func:`_polished`); a snapped one's may be far off,
-        # unless its exact ones are kept as they are.
+        # A geometry that was not snapped, or by a hair, leaves out early the branches that no
+        # polishing could bring inside the limits (:func:`_prune_slack`); a snapped one's may
+        # be far off, unless its exact ones are kept as they are.
         slack = _prune_slack(family, p_tol, o_tol)
         limits = None if slack is None else _past(chain.float_limits, slack)
         candidates = family.solve_one(T_target[:3, :3], T_target[:3, 3], limits=limits,
@@ -648,7 +648,7 @@ def _polishing(family, p_tol, o_tol):
 #: [rad or m] A geometry snapped by at most this much (:attr:`~ros_dynamics.engine.ik_analytic.
 #: Family.snap`) has its branches left out early, those that no whole turn brings within
 #: :data:`SNAPPED_REACH` of the limits (:func:`_prune_slack`): iCub's legs, axes turned by up
-#: to 3.7e-6 rad, 0.23 -> 0.11 ms.
+#: to 3.7e-6 rad, 0.23 -> 0.12 ms.
 PRUNE_SNAP = 1e-5
 #: [rad] ... a slack wide for so small a snapping (up to 0.01 rad would do on random targets:
 #: UR10, Kinova, Romeo's arm, Z1, iCub's leg and TALOS's arm calibrated by 1e-5, 1,500 targets
