@@ -220,7 +220,6 @@ def bench_ik(targets, slow_targets, rng, arms):
     with Pinocchio's forward kinematics. ``slow_targets`` for the slow peers (roboticstoolbox's
     ik_LM, KDL's LMA, ikpy).
     """
-    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
     out = {}
     for robot in arms:
         tip, path, model, chain, lo, hi = _ik_arm(robot)
@@ -235,36 +234,24 @@ def bench_ik(targets, slow_targets, rng, arms):
         solver = IKSolver(model)
         table = solver.prepare(tip)            # one-time seed table, outside the timed solves
         prepare_ms = (time.perf_counter() - t) * 1e3
-        rows = {}
-        settle_garbage_collector()
-        answers, times, counts, method = _our_solves(solver, tip, goals, [seed] * len(goals))
-        rows['ros_dynamics'] = _ik_row(check, goals, answers, times, counts)
-        rows['ros_dynamics']['method'] = method
+        rows, runners = {}, {'ros_dynamics': _OurSolver(solver, tip, goals, [seed] * len(goals))}
         for peer in (peers.EAIK, peers.IKGeo):
             try:
-                p = peer(model, tip)
+                runners[peer.name] = _analytic_peer(peer(model, tip), goals, seed)
             except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
                 rows[peer.name] = {'note': f'n/a: {err}'[:160]}
-                continue
-            answers, times, counts = [], [], []   # an error from here on is the harness's own
-            for T in goals:
-                qs, seconds = p.solve(seed, T)
-                times.append(seconds)
-                answers.append(qs[0] if qs else None)
-                counts.append(len(qs))
-            rows[peer.name] = _ik_row(check, goals, answers, times, counts)
         try:
-            trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
-            answers, times = [], []
-            for T in goals:
-                position, quat = T[:3, 3].tolist(), quat_xyzw_from_matrix(T[:3, :3]).tolist()
-                t = time.perf_counter()
-                q = trac.solve(seed, position, quat)
-                times.append(time.perf_counter() - t)
-                answers.append(q)
-            rows[trac.name] = _ik_row(check, goals, answers, times)
+            runners[peers.TracIK.name] = _trac_solver(
+                peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE), goals,
+                [seed] * len(goals))
         except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
             rows[peers.TracIK.name] = {'note': f'n/a: {type(err).__name__}: {err}'[:160]}
+        settle_garbage_collector()
+        for name, (answers, times, counts) in _interleaved(len(goals), runners).items():
+            rows[name] = _ik_row(check, goals, answers, times, counts)
+        rows['ros_dynamics']['method'] = runners['ros_dynamics'].method
+        rows = {name: rows[name] for name in ('ros_dynamics', peers.EAIK.name, peers.IKGeo.name,
+                                              peers.TracIK.name)}
         rows.update(_slow_ik_peers(model, tip, path, chain, seed, goals[:slow_targets], check))
         out[robot] = {'targets': targets, 'slow_targets': len(goals[:slow_targets]),
                       'joints': len(chain), 'tip': tip, 'rows': rows, 'prepare_ms': prepare_ms,
@@ -273,19 +260,74 @@ def bench_ik(targets, slow_targets, rng, arms):
     return out
 
 
-def _our_solves(solver, tip, goals, seeds):
-    """Our timed solves of ``goals`` (4, 4) each from its seed of ``seeds`` (nq,): the answers
-    (q, None where it failed), times [s], solutions per target and the last solve's method.
+#: Targets per block of :func:`_interleaved`.
+IK_BLOCK = 25
+
+
+def _interleaved(count, runners, block=IK_BLOCK):
+    """Each of ``runners`` (name: a function of a target's index returning its answer (q or
+    None), time [s] and number of solutions (or None)) on targets ``0 .. count - 1``, in
+    blocks of ``block`` targets, the runner that goes first turning from block to block: the
+    host's speed drifts within seconds (the same UR5 solves took a median of 0.10 ms, then
+    0.20 ms for a few seconds, then 0.10 again, in one process), and a solver timed in one run
+    of a thousand targets after the other's meets other conditions; a block keeps each warm
+    (solve by solve, each evicts the other's caches: UR3 0.16 ms against 0.10). Returns per
+    name its answers, times and solution counts (None where a runner gives none), in target
+    order.
     """
-    answers, times, counts = [], [], []
-    for i, (T, seed) in enumerate(zip(goals, seeds)):
+    names = list(runners)
+    out = {name: ([], [], []) for name in names}
+    for b, start in enumerate(range(0, count, block)):
+        for name in names[b % len(names):] + names[:b % len(names)]:
+            for i in range(start, min(start + block, count)):
+                for column, value in zip(out[name], runners[name](i)):
+                    column.append(value)
+    return {name: (answers, times, None if counts[0] is None else counts)
+            for name, (answers, times, counts) in out.items()}
+
+
+class _OurSolver:
+    """Our timed solve of ``goals[i]`` (4, 4) from ``seeds[i]`` (nq,) as a runner of
+    :func:`_interleaved`; :attr:`method` is the last solve's.
+    """
+
+    def __init__(self, solver, tip, goals, seeds):
+        self.solver, self.tip, self.goals, self.seeds, self.method = \
+            solver, tip, goals, seeds, None
+
+    def __call__(self, i):
         t = time.perf_counter()
-        res = solver.solve(tip, T, seed, timeout=IK_TIMEOUT, rng=i,
-                           position_tolerance=IK_TOLERANCE, orientation_tolerance=IK_TOLERANCE)
-        times.append(time.perf_counter() - t)
-        answers.append(res.q if res.success else None)
-        counts.append(len(res.solutions))
-    return answers, times, counts, res.method
+        res = self.solver.solve(self.tip, self.goals[i], self.seeds[i], timeout=IK_TIMEOUT,
+                                rng=i, position_tolerance=IK_TOLERANCE,
+                                orientation_tolerance=IK_TOLERANCE)
+        seconds = time.perf_counter() - t
+        self.method = res.method
+        return (res.q if res.success else None), seconds, len(res.solutions)
+
+
+def _trac_solver(trac, goals, seeds):
+    """TRAC-IK's timed solve of ``goals[i]`` from ``seeds[i]``, a runner of
+    :func:`_interleaved`.
+    """
+    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
+
+    def run(i):
+        T = goals[i]
+        position, quat = T[:3, 3].tolist(), quat_xyzw_from_matrix(T[:3, :3]).tolist()
+        t = time.perf_counter()
+        q = trac.solve(seeds[i], position, quat)
+        return q, time.perf_counter() - t, None
+    return run
+
+
+def _analytic_peer(peer, goals, seed):
+    """EAIK's or IK-Geo's solve of ``goals[i]``, timed on its own call (its answers shifted
+    into the limits untimed), a runner of :func:`_interleaved`.
+    """
+    def run(i):
+        qs, seconds = peer.solve(seed, goals[i])
+        return (qs[0] if qs else None), seconds, len(qs)
+    return run
 
 
 def _slow_ik_peers(model, tip, path, chain, seed, goals, check):
@@ -455,7 +497,6 @@ def bench_ik_warm(targets, rng, arms):
     targets at a singularity (:data:`SINGULAR_TARGETS`); ours and TRAC-IK, 5 ms, 1e-5, every
     answer checked with Pinocchio, and whether it stays next to the seed (:data:`WARM_STAYS`).
     """
-    from ros_dynamics.engine.rotations import quat_xyzw_from_matrix
     cases = [(robot, None, d) for robot in arms for d in WARM_OFFSETS]
     cases += [(robot, (joint, value), 1e-2) for robot, joint, value in SINGULAR_TARGETS
               if robot in arms]
@@ -476,21 +517,16 @@ def bench_ik_warm(targets, rng, arms):
         check = peers.PoseCheck(model, tip, path)
         solver = IKSolver(model)
         solver.prepare(tip)
-        settle_garbage_collector()
-        answers, times, _, _ = _our_solves(solver, tip, goals, seeds)
-        rows = {'ros_dynamics': _warm_row(check, goals, seeds, answers, times, d)}
+        runners, rows = {'ros_dynamics': _OurSolver(solver, tip, goals, seeds)}, {}
         try:
-            trac = peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE)
-            answers, times = [], []
-            for T, seed in zip(goals, seeds):
-                position, quat = T[:3, 3].tolist(), quat_xyzw_from_matrix(T[:3, :3]).tolist()
-                t = time.perf_counter()
-                q = trac.solve(seed, position, quat)
-                times.append(time.perf_counter() - t)
-                answers.append(q)
-            rows[trac.name] = _warm_row(check, goals, seeds, answers, times, d)
+            runners[peers.TracIK.name] = _trac_solver(
+                peers.TracIK(model, tip, path, IK_TIMEOUT, IK_TOLERANCE), goals, seeds)
         except Exception as err:  # noqa: BLE001 -- a peer that cannot load is reported
             rows[peers.TracIK.name] = {'note': f'n/a: {type(err).__name__}: {err}'[:160]}
+        settle_garbage_collector()
+        for name, (answers, times, _) in _interleaved(len(goals), runners).items():
+            rows[name] = _warm_row(check, goals, seeds, answers, times, d)
+        rows = {name: rows[name] for name in ('ros_dynamics', peers.TracIK.name)}
         name = f'{robot}, {singular[0]} at {singular[1]:.3g}' if singular else robot
         out[f'{name} (seed {d:g} off)'] = {'arm': robot, 'offset': d, 'rows': rows,
                                             'targets': targets}
