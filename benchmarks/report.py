@@ -81,7 +81,7 @@ def _ik_tables(r):
              'others are held, analytically at the seed\'s or a seed-table neighbour\'s values '
              'of those; EAIK and IK-Geo (analytic, every solution) are timed on their own '
              'call, their answers shifted into the limits untimed; "solutions": distinct '
-             'in-limit solutions per target. The solvers take turns in blocks of 25 targets '
+             'in-limit solutions per target. The solvers take turns in blocks of 100 targets '
              '(the one first turning from block to block), so that the host\'s drifting speed '
              'meets each alike. Before each arm\'s timed solves, what the '
              'process holds is frozen out of the garbage collector (`gc.freeze()`), as the node '
@@ -108,7 +108,7 @@ def _ik_tables(r):
         lines += ['', '### Warm seeds: each target\'s own configuration moved by up to the '
                   'offset in every joint (a robot tracking its target), and targets at a '
                   'singularity', '', 'Stays: answered with no joint farther from the seed than '
-                  '0.05 rad (seeds 1e-3 off) or 0.1 rad (1e-2). Timed in turns of 25 targets, '
+                  '0.05 rad (seeds 1e-3 off) or 0.1 rad (1e-2). Timed in turns of 100 targets, '
                   'as above.', '',
                   '| targets | solver | solves | success | stays | median ms | p99 ms |',
                   '|---|---|---|---|---|---|---|']
