@@ -451,7 +451,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
     x, previous = x_seed.copy(), np.inf
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
     for k in range(iterations + 1):
-        T, JT = chain.evaluate_one(x)
+        frames, T = chain.frames_one(x)
         e = error(T[None])[0]
         p2, o2, cost = ((e * e) @ _SUMS).tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
@@ -459,6 +459,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
         if k == iterations or cost > cut * previous:
             return None
         previous = cost
+        JT = chain.jacobian_one(frames, T)                 # only where a step follows
         if active is not None:
             JT = JT * active[:, None]
         pull = x_seed - x if redundant else None
