@@ -193,9 +193,9 @@ class IKSolver:
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
-                result = seed_answer(model, chain, T_target, q_seed,
-                                     chain.pose(q_seed[chain.moved]), active,
-                                     position_tolerance, orientation_tolerance)
+                frames, T_seed = chain.frames_one(q_seed[chain.moved])
+                result = seed_answer(model, chain, T_target, q_seed, T_seed, active,
+                                     position_tolerance, orientation_tolerance, frames)
                 if result is not None and result.method == 'seed':
                     return result
         if result is None:

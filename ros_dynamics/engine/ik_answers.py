@@ -302,8 +302,8 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     T_seed = None
     result = None
     if not several:
-        T_seed = chain.pose(x_seed)
-        result = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+        frames, T_seed = chain.frames_one(x_seed)
+        result = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol, frames)
         if result is not None:
             return result
         # The six joints' limits: their branches outside are left out early (as above).
@@ -862,14 +862,16 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
                     solutions=list(qs), method=method)
 
 
-def seed_answer(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol):
+def seed_answer(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol,
+                seed_frames=None):
     """The seed itself when it already reaches ``T_target`` (:func:`seed_result`), else its
-    own iteration when its pose ``T_seed`` (4, 4) is near (:func:`warm_result`), else None --
-    one pose error for both.
+    own iteration when its pose ``T_seed`` (4, 4) is near (:func:`warm_result`, given the
+    seed's ``seed_frames`` when known), else None -- one pose error for both.
     """
     errors = _errors_one(T_seed, T_target)
     return seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed, errors) or \
-        warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, errors=errors)
+        warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, errors=errors,
+                    seed_frames=seed_frames)
 
 
 def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None, errors=None):
@@ -901,13 +903,14 @@ WARM_DISTANCE, WARM_ANGLE = 0.05, 0.25
 
 
 def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, longer=False,
-                errors=None):
+                errors=None, seed_frames=None):
     """The answer of :func:`~ros_dynamics.engine.ik_search.from_seed` (one solution, method
     'numerical') when the seed's pose ``T_seed`` (4, 4) is near ``T_target`` (its ``errors``
     within :data:`WARM_DISTANCE` and :data:`WARM_ANGLE`) and the iteration converges; else None.
     ``longer``: whatever the distance, for up to :data:`LONGER_ITERATIONS` while each cuts the
     cost to :data:`LONGER_CUT` times it or less (a seed nearer its target than the seed table,
-    :func:`held_result`).
+    :func:`held_result`). ``seed_frames``: the seed's joint frames
+    (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`) when known.
     """
     if not longer:
         p_err, o_err = errors or _errors_one(T_seed, T_target)
@@ -916,7 +919,8 @@ def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, lo
     x_seed = q_seed[chain.moved]
     limits = (model.lower_limits[chain.moved], model.upper_limits[chain.moved])
     found = from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active,
-                      *((LONGER_ITERATIONS, LONGER_CUT) if longer else ()))
+                      *((LONGER_ITERATIONS, LONGER_CUT) if longer else ()),
+                      start=None if seed_frames is None else (seed_frames, T_seed))
     if found is None:
         return None
     x, p_err, o_err, iterations = found

@@ -142,30 +142,29 @@ class Chain:
         return tip, (self.mimic_rows @ JT if self.mimic else JT)
 
     def frames_one(self, x):
-        """The z-aligned joint frames (n, 4, 4) and ``T_root_frame`` (4, 4) at one
+        """The z-aligned joint frames (a list of n (4, 4)) and ``T_root_frame`` (4, 4) at one
         configuration ``x`` (m,) of the joints :attr:`moved`, without the batch (its per-joint
-        products cost more than the arithmetic for one row): what :meth:`jacobian_one` takes,
-        so that a pose that already reaches its target costs no Jacobian.
+        products cost more than the arithmetic for one row; a list, about as cheap as
+        :meth:`pose`): what :meth:`jacobian_one` takes, so that a pose that already reaches its
+        target costs no Jacobian.
         """
-        n = len(self.basis)
-        if n == 0:
-            return np.zeros((0, 4, 4)), self.frame_placement.copy()
+        if len(self.basis) == 0:
+            return [], self.frame_placement.copy()
         L = self._links_one(x)
-        T = np.empty((n, 4, 4))
-        T[0] = L[0]
-        for k in range(1, n):
-            np.dot(T[k - 1], L[k], out=T[k])
+        T = [L[0]]
+        for k in range(1, len(L)):
+            T.append(T[-1].dot(L[k]))
         return T, T[-1].dot(self.frame_placement)
 
-    def jacobian_one(self, T, tip):
+    def jacobian_one(self, frames, tip):
         """The transposed root-aligned Jacobian (m, 6) of one configuration from its joint
-        frames ``T`` (n, 4, 4) and pose ``tip`` (4, 4) (:meth:`frames_one`): :meth:`evaluate`'s
-        for one row.
+        frames ``frames`` and pose ``tip`` (4, 4) (:meth:`frames_one`): :meth:`evaluate`'s for
+        one row.
         """
-        n = len(T)
+        n = len(frames)
         if n == 0:
             return np.zeros((0, 6))
-        zp = T.reshape(n, 16).take(_Z_AND_P, 1)
+        zp = np.array(frames).reshape(n, 16).take(_Z_AND_P, 1)
         zd = zp[:, :6] * (tip.reshape(16).take(_P_ROTATED) - zp[:, 6:12])
         JT = np.empty((n, 6))
         np.subtract(zd[:, :3], zd[:, 3:], out=JT[:, :3])

@@ -434,7 +434,7 @@ WARM_ITERATIONS = 4
 
 
 def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
-              iterations=WARM_ITERATIONS, cut=0.25):
+              iterations=WARM_ITERATIONS, cut=0.25, start=None):
     """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
     ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
     angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
@@ -442,7 +442,9 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
     stopped there (:func:`_limited_step`) -- while each iteration cuts the cost to ``cut``
     times it or less, at most ``iterations``: ``(x (m,), position error [m], orientation
     error [rad], iterations)`` once both errors are within the tolerances, else None (the seed
-    too far for quadratic convergence: the search then runs).
+    too far for quadratic convergence: the search then runs). ``start``: the seed's joint
+    frames and pose (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one` at ``x_seed``)
+    when the caller has them.
     """
     lower, upper = limits
     if np.any((x_seed < lower) | (x_seed > upper)):
@@ -451,7 +453,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
     x, previous = x_seed.copy(), np.inf
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
     for k in range(iterations + 1):
-        frames, T = chain.frames_one(x)
+        frames, T = start if k == 0 and start is not None else chain.frames_one(x)
         e = error(T[None])[0]
         p2, o2, cost = ((e * e) @ _SUMS).tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
