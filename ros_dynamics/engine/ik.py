@@ -188,14 +188,14 @@ class IKSolver:
                 # the seed (held joints: :func:`~.ik_answers.held_result`). Not where the
                 # snapping's drift is within the tolerances: its solutions are the true chain's.
                 return near_seed(model, chain, answer, T_target, q_seed,
-                                 chain.pose(q_seed[moved]), active, position_tolerance,
+                                 chain.frames_one(q_seed[moved]), active, position_tolerance,
                                  orientation_tolerance, max_solutions)
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
-                frames, T_seed = chain.frames_one(q_seed[chain.moved])
-                result = seed_answer(model, chain, T_target, q_seed, T_seed, active,
-                                     position_tolerance, orientation_tolerance, frames)
+                result = seed_answer(model, chain, T_target, q_seed,
+                                     chain.frames_one(q_seed[chain.moved]), active,
+                                     position_tolerance, orientation_tolerance)
                 if result is not None and result.method == 'seed':
                     return result
         if result is None:

@@ -169,10 +169,11 @@ def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol, at):
     the arm's reach can cut the continuum short of the point nearest the seed.
     """
     x_seed = q_seed[chain.moved]
-    T_seed = chain.pose(x_seed)
+    seed_pose = chain.frames_one(x_seed)
+    T_seed = seed_pose[1]
     if min(p_tol, o_tol) >= ROUNDING:
         if at:
-            return seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol)
+            return seed_answer(model, chain, T_target, q_seed, seed_pose, None, p_tol, o_tol)
         return seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed)
     errors = _errors_one(T_seed, T_target)
     exact = seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed, errors)
@@ -180,7 +181,7 @@ def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol, at):
         return exact
     # A hair off the singularity, the answer to rounding can lie far along the line where the
     # pose barely changes, the seed within the steps' reach -- or the other way round.
-    warm = warm_result(model, chain, T_target, q_seed, T_seed, None, ROUNDING, ROUNDING,
+    warm = warm_result(model, chain, T_target, q_seed, seed_pose, None, ROUNDING, ROUNDING,
                        errors=errors)
     X = np.array([x_seed] + ([] if warm is None else [warm.q[chain.moved]]))
     e = ik_analytic.polish(chain, X, T_target, np.ones(X.shape[1], dtype=bool),
@@ -299,11 +300,11 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     joints = ', '.join(model.q_names[i] for i in chain.moved[held.held])
     method = f'analytic {held.family.name}, {joints} held'
     several = max_solutions is not None and max_solutions > 1
-    T_seed = None
+    seed_pose = None                  # the seed's joint frames and pose, once computed
     result = None
     if not several:
-        frames, T_seed = chain.frames_one(x_seed)
-        result = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol, frames)
+        seed_pose = chain.frames_one(x_seed)
+        result = seed_answer(model, chain, T_target, q_seed, seed_pose, None, p_tol, o_tol)
         if result is not None:
             return result
         # The six joints' limits: their branches outside are left out early (as above).
@@ -312,7 +313,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         limits = None if slack is None else \
             _past([limit for limit, f in zip(chain.float_limits, free) if f], slack)
         near = tuple(x_seed[free].tolist())
-        for values in _held_order(model, chain, held, table, T_target, x_seed, T_seed):
+        for values in _held_order(model, chain, held, table, T_target, x_seed, seed_pose[1]):
             result = _held_one(model, chain, held, T_target, q_seed, values, p_tol, o_tol,
                                max_solutions, method, limits, near)
             if result is not None or time.monotonic() >= deadline:
@@ -335,21 +336,20 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         # put their nearest solution more than NEXT_TO_SEED from it (0.01-0.09 rad from 15 %
         # of seeds 1e-3 off on Panda and xArm7).
         # Where the held values give none, the search (from the seed) collects them instead.
-        far = result is not None and \
-            np.abs(result.q[chain.moved] - x_seed).max() > NEXT_TO_SEED
-        T_seed = chain.pose(x_seed) if far else None
-        seeded = seed_answer(model, chain, T_target, q_seed, T_seed, None, p_tol, o_tol) \
-            if far else None
-        if seeded is not None:
-            return _led_by(seeded, result, q_seed, max_solutions)
+        if result is not None and np.abs(result.q[chain.moved] - x_seed).max() > NEXT_TO_SEED:
+            seed_pose = chain.frames_one(x_seed)
+            seeded = seed_answer(model, chain, T_target, q_seed, seed_pose, None, p_tol, o_tol)
+            if seeded is not None:
+                return _led_by(seeded, result, q_seed, max_solutions)
     if result is None or np.abs(result.q[chain.moved] - x_seed).max() <= BRANCH_JUMP:
         return result
     # Where the six joints are near a singularity of their own (the whole chain need not be),
     # or the seed's branch leaves the limits at its held values, none of their solutions need
     # lie next to the seed.
-    T_seed = chain.pose(x_seed) if T_seed is None else T_seed
-    longer = not several and table is not None and _nearer_than_table(table, T_seed, T_target)
-    return near_seed(model, chain, result, T_target, q_seed, T_seed, None, p_tol, o_tol,
+    seed_pose = chain.frames_one(x_seed) if seed_pose is None else seed_pose
+    longer = not several and table is not None and \
+        _nearer_than_table(table, seed_pose[1], T_target)
+    return near_seed(model, chain, result, T_target, q_seed, seed_pose, None, p_tol, o_tol,
                      max_solutions, longer)
 
 
@@ -388,15 +388,16 @@ SEED_BRANCH = 0.5
 BRANCH_JUMP = 0.1
 
 
-def near_seed(model, chain, answer, T_target, q_seed, T_seed, active, p_tol, o_tol,
+def near_seed(model, chain, answer, T_target, q_seed, seed_pose, active, p_tol, o_tol,
               max_solutions, longer=False):
     """A closed form's ``answer`` farther than :data:`BRANCH_JUMP` from the seed, joined by
-    the seed's own iteration (:func:`warm_result`) when the seed's pose ``T_seed`` (4, 4) is
+    the seed's own iteration (:func:`warm_result`) when the seed's pose (``seed_pose``: its
+    joint frames and pose, :meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`) is
     near the target (a robot tracking it; ``longer``: nearer than the seed table, iterated
     longer, :func:`warm_result`) and the iteration converges -- its solution, next to the seed,
     then comes first -- else as it is.
     """
-    near = warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, longer)
+    near = warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol, longer)
     if near is None:
         return answer
     return with_closed_form(near, answer, chain, T_target, q_seed, max_solutions,
@@ -862,16 +863,16 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
                     solutions=list(qs), method=method)
 
 
-def seed_answer(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol,
-                seed_frames=None):
+def seed_answer(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol):
     """The seed itself when it already reaches ``T_target`` (:func:`seed_result`), else its
-    own iteration when its pose ``T_seed`` (4, 4) is near (:func:`warm_result`, given the
-    seed's ``seed_frames`` when known), else None -- one pose error for both.
+    own iteration when its pose is near (:func:`warm_result`), else None -- one pose error for
+    both; ``seed_pose``: the seed's joint frames and pose
+    (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`).
     """
-    errors = _errors_one(T_seed, T_target)
-    return seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed, errors) or \
-        warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, errors=errors,
-                    seed_frames=seed_frames)
+    errors = _errors_one(seed_pose[1], T_target)
+    return seed_result(model, chain, T_target, q_seed, p_tol, o_tol, seed_pose[1], errors) or \
+        warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol,
+                    errors=errors)
 
 
 def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None, errors=None):
@@ -902,25 +903,24 @@ LONGER_ITERATIONS, LONGER_CUT = 12, 0.7
 WARM_DISTANCE, WARM_ANGLE = 0.05, 0.25
 
 
-def warm_result(model, chain, T_target, q_seed, T_seed, active, p_tol, o_tol, longer=False,
-                errors=None, seed_frames=None):
+def warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol, longer=False,
+                errors=None):
     """The answer of :func:`~ros_dynamics.engine.ik_search.from_seed` (one solution, method
-    'numerical') when the seed's pose ``T_seed`` (4, 4) is near ``T_target`` (its ``errors``
+    'numerical') when the seed's pose is near ``T_target`` (``seed_pose``: its joint frames
+    and pose, :meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`; its ``errors``
     within :data:`WARM_DISTANCE` and :data:`WARM_ANGLE`) and the iteration converges; else None.
     ``longer``: whatever the distance, for up to :data:`LONGER_ITERATIONS` while each cuts the
     cost to :data:`LONGER_CUT` times it or less (a seed nearer its target than the seed table,
-    :func:`held_result`). ``seed_frames``: the seed's joint frames
-    (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`) when known.
+    :func:`held_result`).
     """
     if not longer:
-        p_err, o_err = errors or _errors_one(T_seed, T_target)
+        p_err, o_err = errors or _errors_one(seed_pose[1], T_target)
         if p_err > WARM_DISTANCE or o_err > WARM_ANGLE:
             return None
     x_seed = q_seed[chain.moved]
     limits = (model.lower_limits[chain.moved], model.upper_limits[chain.moved])
-    found = from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active,
-                      *((LONGER_ITERATIONS, LONGER_CUT) if longer else ()),
-                      start=None if seed_frames is None else (seed_frames, T_seed))
+    found = from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active,
+                      *((LONGER_ITERATIONS, LONGER_CUT) if longer else ()))
     if found is None:
         return None
     x, p_err, o_err, iterations = found

@@ -433,18 +433,18 @@ class Search:
 WARM_ITERATIONS = 4
 
 
-def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
-              iterations=WARM_ITERATIONS, cut=0.25, start=None):
+def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=None,
+              iterations=WARM_ITERATIONS, cut=0.25):
     """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
-    ``x_seed`` (m,) inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
+    ``x_seed`` (m,) -- its joint frames and pose ``seed_pose``
+    (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`, which its caller computed) --
+    inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
     angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
     the joints outside ``active`` (m, bool) held, the joints a step would take past a limit
     stopped there (:func:`_limited_step`) -- while each iteration cuts the cost to ``cut``
     times it or less, at most ``iterations``: ``(x (m,), position error [m], orientation
     error [rad], iterations)`` once both errors are within the tolerances, else None (the seed
-    too far for quadratic convergence: the search then runs). ``start``: the seed's joint
-    frames and pose (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one` at ``x_seed``)
-    when the caller has them.
+    too far for quadratic convergence: the search then runs).
     """
     lower, upper = limits
     if np.any((x_seed < lower) | (x_seed > upper)):
@@ -453,7 +453,7 @@ def from_seed(chain, T_target, x_seed, limits, p_tol, o_tol, active=None,
     x, previous = x_seed.copy(), np.inf
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
     for k in range(iterations + 1):
-        frames, T = start if k == 0 and start is not None else chain.frames_one(x)
+        frames, T = seed_pose if k == 0 else chain.frames_one(x)
         e = error(T[None])[0]
         p2, o2, cost = ((e * e) @ _SUMS).tolist()
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
