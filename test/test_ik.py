@@ -16,6 +16,7 @@ from ros_dynamics.engine import (
     ShapeError,
     UnknownFrameError,
 )
+from ros_dynamics.engine.ik_answers import TABLE_ITERATIONS, TABLE_STARTS
 from ros_dynamics.engine.ik_chain import Chain
 from ros_dynamics.engine.ik_search import pose_error
 from ros_dynamics.engine.ik_seeds import QUERY_EPS, ROTATION_LENGTH, SeedTable, feature_distance2
@@ -114,6 +115,75 @@ def test_a_warm_seed_of_an_arm_without_a_family_converges_alone():
     assert np.abs(arm.pose(result.q) - T).max() < 1e-5
     assert np.all((result.q >= model.lower_limits) & (result.q <= model.upper_limits))
     assert np.abs(result.q - seed).max() < 0.1
+
+
+def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
+    """G1's leg (six joints whose axes neither meet nor run parallel in threes: no analytic
+    family) with a seed table: for a mid-range seed, far from its targets, the table's nearest
+    starts iterated alone answer most targets (:func:`table_result`: at most TABLE_STARTS
+    starts, TABLE_ITERATIONS iterations), the search the others -- every answer inside the
+    limits at its target on Pinocchio's pose. A seed near its target (0.05 and 0.15 rad off in
+    every joint) is never answered from the table; 0.05 rad off, the answer is next to it.
+    """
+    arm = Arm(erd('g1_description/urdf/g1_29dof_rev_1_0.urdf'), 'left_ankle_roll_link')
+    model, solver = arm.model, arm.solver
+    solver.prepare('left_ankle_roll_link')
+    chain = solver.chain('left_ankle_roll_link')
+    assert solver._family(chain, model.middle_configuration(), None) is None
+    lo, hi = model.lower_limits, model.upper_limits
+    rng = np.random.default_rng(81)
+    from_table = 0
+    for i in range(40):
+        q_true = model.middle_configuration()
+        q_true[chain.moved] = rng.uniform(lo[chain.moved], hi[chain.moved])
+        T = arm.pose(q_true)
+        result = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=i)
+        assert result.success and result.method == 'numerical', result.message
+        assert np.abs(arm.pose(result.q) - T).max() < 1e-5
+        assert np.all((result.q >= lo) & (result.q <= hi))
+        if result.message.startswith('converged from the seed table'):
+            from_table += 1
+            assert result.attempts <= TABLE_STARTS
+            assert 1 <= result.iterations <= TABLE_ITERATIONS
+    assert from_table >= 24
+    for off in (0.05, 0.15):
+        for i in range(20):
+            q_true = model.middle_configuration()
+            q_true[chain.moved] = rng.uniform(lo[chain.moved] + 0.2, hi[chain.moved] - 0.2)
+            T = arm.pose(q_true)
+            seed = q_true.copy()
+            seed[chain.moved] += rng.choice([-off, off], len(chain.moved))
+            result = solver.solve('left_ankle_roll_link', T, seed, rng=i)
+            assert result.success and 'seed table' not in result.message, result.message
+            assert np.abs(arm.pose(result.q) - T).max() < 1e-5
+            if off == 0.05:
+                assert np.abs(result.q - seed).max() < 0.1
+
+
+def test_a_start_from_the_seed_table_takes_the_turn_nearest_the_seed():
+    """UR5's wrist_2_link (five joints, four of them limited to [-2 pi, 2 pi]: no family), seeds
+    3.5 rad from the middle in two of them: every answer, from the seed table or the search,
+    has each such joint at the turn nearest the seed inside the limits.
+    """
+    model = load(erd(UR5))
+    solver = IKSolver(model)
+    solver.prepare('wrist_2_link', samples=5000)
+    lo, hi = model.lower_limits, model.upper_limits
+    rng = np.random.default_rng(82)
+    from_table = 0
+    for i in range(30):
+        T = model.frame_pose(rng.uniform(lo, hi), 'wrist_2_link')
+        seed = model.middle_configuration()
+        seed[[0, 3]] = rng.choice([-3.5, 3.5], 2)
+        result = solver.solve('wrist_2_link', T, seed, rng=i)
+        assert_solution(model, 'wrist_2_link', T, result)
+        from_table += result.message.startswith('converged from the seed table')
+        for j in (0, 1, 3, 4):
+            for turn in (-2 * np.pi, 2 * np.pi):
+                other = result.q[j] + turn
+                assert not (lo[j] <= other <= hi[j]
+                            and abs(other - seed[j]) < abs(result.q[j] - seed[j]))
+    assert from_table >= 15
 
 
 def test_tight_tolerances_keep_a_redundant_arm_near_its_seed():

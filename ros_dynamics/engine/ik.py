@@ -10,8 +10,11 @@ shifted by whole turns toward the seed inside the limits, nearest the seed first
 chains with the others held, :mod:`~ros_dynamics.engine.ik_held`); six whose axes meet in
 pairs (Baxter's arm, its first joint held) by a search over one angle, the others in closed
 form (:mod:`~ros_dynamics.engine.ik_pairs`, one answer). Other chains
-(and analytic targets whose every solution lies outside the limits) run the numerical search of
-:mod:`~ros_dynamics.engine.ik_search` until the deadline (monotonic clock). Only a
+(and analytic targets whose every solution lies outside the limits) iterate the seed's row
+alone when the seed is near the target, else the seed table's nearest starts alone
+(:func:`~ros_dynamics.engine.ik_answers.table_result`), and where those do not converge fast run
+the numerical search of :mod:`~ros_dynamics.engine.ik_search` until the deadline (monotonic
+clock). Only a
 configuration whose errors are within both tolerances is a success; otherwise the best one
 found is returned with ``success=False``.
 """
@@ -33,6 +36,7 @@ from .ik_answers import (
     paired_result,
     paired_share,
     seed_answer,
+    table_result,
     unchecked,
     with_closed_form,
 )
@@ -170,7 +174,8 @@ class IKSolver:
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
         handed = None                    # the subproblems' answer at a singularity they left
-        result = None                    # the seed's own answer
+        result = None                    # the seed's own answer, or the seed table's
+        starts = None                    # the seed table's starting points, once computed
         if w is None:
             family = self._family(chain, q_seed, active)
             answer, singular = self._closed_form(chain, family, T_target, q_seed, active,
@@ -193,15 +198,21 @@ class IKSolver:
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
-                result = seed_answer(model, chain, T_target, q_seed,
-                                     chain.frames_one(q_seed[chain.moved]), active,
+                seed_pose = chain.frames_one(q_seed[chain.moved])
+                result = seed_answer(model, chain, T_target, q_seed, seed_pose, active,
                                      position_tolerance, orientation_tolerance)
                 if result is not None and result.method == 'seed':
                     return result
+                table = self.seed_table(tip_frame)
+                if result is None and active is None and table is not None:
+                    # The table's nearest starts alone, before a search.
+                    result, starts = table_result(chain, table, T_target, q_seed, seed_pose,
+                                                  position_tolerance, orientation_tolerance,
+                                                  deadline)
         if result is None:
             search = Search(model, chain, self.seed_table(tip_frame), T_target, q_seed, w,
                             position_tolerance, orientation_tolerance, position_only, rng,
-                            active)
+                            active, starts)
             result = _result(search, deadline, q_seed, int(max_solutions or 1))
         if handed is None:
             return result

@@ -23,9 +23,10 @@ once those run out, alternately random ones inside the limits and ones near the 
 configuration so far. A row that converges, stalls or runs out of iterations is replaced while
 the others step on, until enough solutions are found or the deadline passes (monotonic clock).
 Only a configuration whose errors are within both tolerances is a success; otherwise the best
-one found is returned with ``success=False``. :func:`from_seed` is the seed's row alone, for a
-seed already near its target (no starting points to set up), and :func:`damped_step` the step
-the batched paths take (:mod:`~ros_dynamics.engine.ik_path`).
+one found is returned with ``success=False``. :func:`from_seed` is one row alone -- the seed's,
+for a seed already near its target (no starting points to set up), or one of the seed table's
+nearest starts (:func:`~ros_dynamics.engine.ik_answers.table_result`) -- and
+:func:`damped_step` the step the batched paths take (:mod:`~ros_dynamics.engine.ik_path`).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import time
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.linalg.lapack import dposv
 
 from .rotations import log_so3
 
@@ -48,7 +50,7 @@ _LAMBDA0 = 1e-8
 _DAMPING = 0.1           # damping = _DAMPING * E + _LAMBDA0
 _MAX_ITERATIONS = 12     # per attempt, before a restart
 _STALL = 4               # iterations without a 0.1 % improvement before a restart
-_BATCH = 8               # rows advanced together (the seed and other starting points)
+BATCH = 8                # rows advanced together (the seed and other starting points)
 _NULLSPACE_GAIN = 0.3
 _SIGMA = 0.3             # spread [rad or m] of the restarts drawn near the best so far
 _DRAWS = 64              # random starting points drawn at a time
@@ -151,6 +153,17 @@ class PoseError:
         """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
         return _angle_axis(T.reshape(len(T), 16) @ self.M)
 
+    def one(self, T):
+        """:meth:`__call__` for one pose ``T`` (4, 4) without the batch: the error (6,), and
+        its squared position error [m^2] and squared angle [rad^2].
+        """
+        out = T.reshape(16).dot(self.M)
+        x, y, z, a, b, c, cosine = out.tolist()
+        sine = math.sqrt(a * a + b * b + c * c)
+        angle = math.atan2(sine, cosine)
+        out[3:6] *= angle / max(sine, 1e-300)
+        return out[:6], x * x + y * y + z * z, angle * angle
+
     def of_features(self, F, length):
         """``[p_target - p; sin(angle) axis]`` (B, 6) for poses given by ``F`` (B, 12): the
         position, then ``length`` times the rotation matrix's entries, row-major (the seed
@@ -184,11 +197,13 @@ class Search:
     has one, :meth:`IKSolver.prepare`) or at random inside the limits, and so does every
     row that converges or stalls. Joints outside ``active`` (a mask over ``chain.moved``, None
     for all) keep the seed's values: they are held in every step and every starting point.
-    ``w`` (6,): weights of the error rows, None for all ones.
+    ``w`` (6,): weights of the error rows, None for all ones. ``starts`` (BATCH - 1, m): the
+    table's starting points when the caller has them already (:func:`~ros_dynamics.engine.
+    ik_answers.table_result`, every joint active, unweighted).
     """
 
     def __init__(self, model, chain, table, T_target, q_seed, w, p_tol, o_tol, position_only,
-                 rng, active=None):
+                 rng, active=None, starts=None):
         self.chain, self.error, self.rng_seed = chain, PoseError(T_target), rng
         self.T_target = T_target
         #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed (None:
@@ -209,8 +224,8 @@ class Search:
         self.redundant = n_active > task_rank
         self.found = []
         self.iterations = 0
-        self.attempts = _BATCH
-        X = self.X = np.empty((_BATCH, len(a)))
+        self.attempts = BATCH
+        X = self.X = np.empty((BATCH, len(a)))
         #: (m,) bounds every iterate is clipped into: the limits, or the seed's value for a
         #: joint outside ``active`` (kept even where the seed has it outside its limits).
         self.clip_lower, self.clip_upper = chain.clip_lower, chain.clip_upper
@@ -227,23 +242,23 @@ class Search:
         # Starting points for the other rows and their restarts: the table's nearest samples,
         # the next _QUEUED fetched only once restarts need them (if the table has more).
         self.table, self.position_only = table, position_only
-        self.refilled = table is None or len(table) <= _BATCH - 1
-        self.queue = self._from_table(0, _BATCH - 1)
+        self.refilled = table is None or len(table) <= BATCH - 1
+        self.queue = self._from_table(0, BATCH - 1) if starts is None else starts
         self.rng = None                  # random starting points: drawn in blocks when needed
         self.drawn = _DRAWS
         #: Per row: its lowest cost since it (re)started and the configuration giving it; the
         #: best of the rows restarted so far.
-        self.best_cost = np.full(_BATCH, np.inf)
+        self.best_cost = np.full(BATCH, np.inf)
         self.best_x = X.copy()
         self.retired = (np.inf, self.seed_x)
-        X[1:] = self._fresh(_BATCH - 1)
+        X[1:] = self._fresh(BATCH - 1)
         #: Per row: -1 / +1 where the last step was clipped to a lower / upper bound, else 0.
         self.side = np.zeros_like(X)
         self.side[0] = np.sign(q_seed[a] - X[0])
         self.clipped = bool(self.side[0].any())
         # best_cost of the last _STALL iterations (a ring), and the iteration each row started.
-        self.history = np.full((_STALL, _BATCH), np.inf)
-        self.started = np.zeros(_BATCH, dtype=int)
+        self.history = np.full((_STALL, BATCH), np.inf)
+        self.started = np.zeros(BATCH, dtype=int)
         self.iteration = 0
         self.waited = 0
         self.seed_cost = np.inf          # row 0's cost at the previous iteration
@@ -392,7 +407,7 @@ class Search:
         if len(self.queue) < count and not self.refilled:
             self.refilled = True
             self.queue = np.concatenate([self.queue,
-                                         self._from_table(_BATCH - 1, _BATCH - 1 + _QUEUED)])
+                                         self._from_table(BATCH - 1, BATCH - 1 + _QUEUED)])
         taken, self.queue = self.queue[:count], self.queue[count:]
         more = count - len(taken)
         if more == 0:
@@ -435,8 +450,9 @@ WARM_ITERATIONS = 4
 
 def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=None,
               iterations=WARM_ITERATIONS, cut=0.25):
-    """The seed's row of :class:`Search` alone, without its set-up: damped least squares from
-    ``x_seed`` (m,) -- its joint frames and pose ``seed_pose``
+    """The seed's row of :class:`Search` alone (or a seed table's start as ``x_seed``),
+    without its set-up: damped least squares from ``x_seed`` (m,) -- its joint frames and pose
+    ``seed_pose``
     (:meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`, which its caller computed) --
     inside the joint ``limits`` (lower (m,), upper (m,); no turn wraps an
     angle: the answer stays next to the seed) -- null-space pull toward it on redundant arms,
@@ -454,8 +470,8 @@ def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=N
     redundant = (len(x) if active is None else int(np.count_nonzero(active))) > 6
     for k in range(iterations + 1):
         frames, T = seed_pose if k == 0 else chain.frames_one(x)
-        e = error(T[None])[0]
-        p2, o2, cost = ((e * e) @ _SUMS).tolist()
+        e, p2, o2 = error.one(T)
+        cost = 0.5 * (p2 + o2)
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
             return x, math.sqrt(p2), math.sqrt(o2), k
         if k == iterations or cost > cut * previous:
@@ -476,34 +492,38 @@ def _limited_step(JT, e, cost, pull, x, lower, upper):
     others step again, until none crosses a limit (two joints at limits, as on Panda and xArm7
     near their stops, each push the other's step out in turn).
     """
+    step = _damped_step_one(JT, e, cost, pull)
+    stepped = x + step
+    past = (stepped < lower) | (stepped > upper)
+    if not past.any():                                      # most often none crosses a limit
+        return step
     fixed = np.zeros(len(x), dtype=bool)
     move = np.zeros(len(x))
-    step = _damped_step_one(JT, e, cost, pull)              # most often none crosses a limit
-    for _ in range(len(x)):
-        if fixed.any():
-            free = ~fixed
-            step = _damped_step_one(JT * free[:, None], e - move @ JT, cost,
-                                    None if pull is None else pull * free)
-            step[fixed] = move[fixed]
-        stepped = x + step
-        past = ((stepped < lower) | (stepped > upper)) & ~fixed
-        if not past.any():
-            break
+    while past.any():                    # each pass fixes one joint more at least
         fixed |= past
         move[past] = np.clip(stepped[past], lower[past], upper[past]) - x[past]
+        free = ~fixed
+        step = _damped_step_one(JT * free[:, None], e - move @ JT, cost,
+                                None if pull is None else pull * free)
+        step[fixed] = move[fixed]
+        stepped = x + step
+        past = ((stepped < lower) | (stepped > upper)) & free
     return step
 
 
 def _damped_step_one(JT, e, cost, pull):
     """:func:`damped_step` of one row (``JT`` (m, 6), ``e`` (6,), ``cost`` a float, ``pull``
-    (m,) or None), without the batch's overhead.
+    (m,) or None), without the batch's overhead: LAPACK's Cholesky solve of the symmetric
+    positive definite system (1 us for six joints, against 4 for NumPy's general solve and
+    its checks), the general solve where rounding leaves it not positive definite.
     """
     A = JT @ JT.T
     A.flat[::len(A) + 1] += _DAMPING * cost + _LAMBDA0
     rhs = JT @ e
     if pull is not None:
         rhs += pull_weight(cost) * pull
-    return np.linalg.solve(A, rhs)
+    _, step, info = dposv(A, rhs)
+    return step if info == 0 else np.linalg.solve(A, rhs)
 
 
 def pull_weight(cost):
