@@ -112,14 +112,13 @@ class HeldJoints:
     def turned(self, T_target, values):
         """The six joints' target (4, 4) for ``T_target`` (4, 4) with the held joints at
         ``values`` (h floats): :meth:`_targets` for one target and one set of values, each
-        held joint's factor from :attr:`_step_basis` in one product (7.5 us against 12.4 for
-        four held joints).
+        held joint's factor one product with its :attr:`_step_basis` (7.4 us against 12.3 for
+        four held joints as four array sums each, 2.3 against 4.6 for one).
         """
-        terms = [(1.0, v, 0.0) if slide else (1.0, math.sin(v), 1.0 - math.cos(v))
-                 for v, slide in zip(values, self.slides)]
         before = after = None
-        for i, step in enumerate(np.einsum('hk,hkj->hj', terms, self._step_basis)):
-            step = step.reshape(4, 4)
+        for i, (v, slide, basis) in enumerate(zip(values, self.slides, self._step_basis)):
+            terms = (1.0, v, 0.0) if slide else (1.0, math.sin(v), 1.0 - math.cos(v))
+            step = np.dot(terms, basis).reshape(4, 4)
             if i < self.before:
                 before = step if before is None else step.dot(before)
             else:
