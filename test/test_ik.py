@@ -16,7 +16,12 @@ from ros_dynamics.engine import (
     ShapeError,
     UnknownFrameError,
 )
-from ros_dynamics.engine.ik_answers import TABLE_ITERATIONS, TABLE_STARTS
+from ros_dynamics.engine.ik_answers import (
+    TABLE_ITERATIONS,
+    TABLE_STARTS,
+    TABLE_TIME,
+    _turned_into_limits,
+)
 from ros_dynamics.engine.ik_chain import Chain
 from ros_dynamics.engine.ik_search import pose_error
 from ros_dynamics.engine.ik_seeds import QUERY_EPS, ROTATION_LENGTH, SeedTable, feature_distance2
@@ -137,7 +142,8 @@ def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
         q_true = model.middle_configuration()
         q_true[chain.moved] = rng.uniform(lo[chain.moved], hi[chain.moved])
         T = arm.pose(q_true)
-        result = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=i)
+        result = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=i,
+                              timeout=0.5)
         assert result.success and result.method == 'numerical', result.message
         assert np.abs(arm.pose(result.q) - T).max() < 1e-5
         assert np.all((result.q >= lo) & (result.q <= hi))
@@ -146,6 +152,18 @@ def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
             assert result.attempts <= TABLE_STARTS
             assert 1 <= result.iterations <= TABLE_ITERATIONS
     assert from_table >= 24
+    # Every joint listed as active answers as none listed; with less than TABLE_TIME left,
+    # the search alone answers (the starts would leave it too little).
+    every = [model.q_names[j] for j in chain.moved]
+    listed = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+                          timeout=0.5, active_joints=every)
+    alone = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+                         timeout=0.5)
+    assert listed.message == alone.message and np.array_equal(listed.q, alone.q)
+    assert TABLE_TIME > 1e-3
+    short = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+                         timeout=1e-3)
+    assert 'seed table' not in short.message
     for off in (0.05, 0.15):
         for i in range(20):
             q_true = model.middle_configuration()
@@ -153,7 +171,7 @@ def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
             T = arm.pose(q_true)
             seed = q_true.copy()
             seed[chain.moved] += rng.choice([-off, off], len(chain.moved))
-            result = solver.solve('left_ankle_roll_link', T, seed, rng=i)
+            result = solver.solve('left_ankle_roll_link', T, seed, rng=i, timeout=0.5)
             assert result.success and 'seed table' not in result.message, result.message
             assert np.abs(arm.pose(result.q) - T).max() < 1e-5
             if off == 0.05:
@@ -175,7 +193,7 @@ def test_a_start_from_the_seed_table_takes_the_turn_nearest_the_seed():
         T = model.frame_pose(rng.uniform(lo, hi), 'wrist_2_link')
         seed = model.middle_configuration()
         seed[[0, 3]] = rng.choice([-3.5, 3.5], 2)
-        result = solver.solve('wrist_2_link', T, seed, rng=i)
+        result = solver.solve('wrist_2_link', T, seed, rng=i, timeout=0.5)
         assert_solution(model, 'wrist_2_link', T, result)
         from_table += result.message.startswith('converged from the seed table')
         for j in (0, 1, 3, 4):
@@ -184,6 +202,23 @@ def test_a_start_from_the_seed_table_takes_the_turn_nearest_the_seed():
                 assert not (lo[j] <= other <= hi[j]
                             and abs(other - seed[j]) < abs(result.q[j] - seed[j]))
     assert from_table >= 15
+
+
+def test_the_turn_nearest_the_seed_inside_the_limits_also_for_a_seed_turns_outside():
+    """An angle is moved by the whole turns that bring it nearest the seed inside its limits
+    (widened by the slack, then clipped in), however many turns outside them the seed is; a
+    slide is kept or refused, never turned.
+    """
+    limits = [(-1.0, 1.0, True)]
+    for seed in (12.0, -12.0, 1e6, 0.0):
+        assert _turned_into_limits([0.5], [seed], limits) == ([0.5], False)
+    assert _turned_into_limits([0.5 - 2 * np.pi], [40.0], limits)[0] == pytest.approx([0.5])
+    assert _turned_into_limits([0.5], [3.0], [(-7.0, 7.0, True)]) == ([0.5], False)
+    assert _turned_into_limits([0.5], [5.0], [(-7.0, 7.0, True)])[0] == pytest.approx(
+        [0.5 + 2 * np.pi])
+    assert _turned_into_limits([3.0], [0.0], limits) is None
+    assert _turned_into_limits([1.00001], [0.0], limits, 1e-3) == ([1.0], True)
+    assert _turned_into_limits([2.0], [0.0], [(-1.0, 1.0, False)]) is None
 
 
 def test_tight_tolerances_keep_a_redundant_arm_near_its_seed():

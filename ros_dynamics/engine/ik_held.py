@@ -123,7 +123,7 @@ class HeldJoints:
                 before = step if before is None else step.dot(before)
             else:
                 after = step if after is None else step.dot(after)
-        T = T_target if before is None else before.dot(T_target)
+        T = T_target.copy() if before is None else before.dot(T_target)
         return T if after is None else T.dot(after)
 
     @cached_property

@@ -91,7 +91,9 @@ def seconds(timeout):
 
 
 def active_mask(model, chain, active_joints):
-    """Per joint of ``chain.moved``: True where the solver may move it."""
+    """Per joint of ``chain.moved``: True where the solver may move it; None when it may move
+    every one (names listing them all answer as no names do, on the same paths).
+    """
     if active_joints is None:
         return None
     names = list(active_joints)
@@ -102,7 +104,7 @@ def active_mask(model, chain, active_joints):
     if not mask.any():
         raise InvalidInputError(f'active_joints: none of {names} moves the tip; the joints that '
                                 f'do: {moved_names}')
-    return mask
+    return None if mask.all() else mask
 
 
 #: Most poses of one path.
