@@ -471,8 +471,10 @@ def table_result(chain, table, T_target, q_seed, seed_pose, p_tol, o_tol, deadli
     (:func:`~ros_dynamics.engine.ik_search.from_seed`) while it converges fast, before the
     ``deadline`` (monotonic clock); and the search's starting points ((BATCH - 1, m), wrapped
     and clipped into the limits). The answer (an :class:`IKResult`, method 'numerical') is
-    None where no start converges, and for a seed near the target by the seed table's measure
-    (:func:`_seed_near`; ``seed_pose``: its joint frames and pose,
+    None where no start converges, with less than :data:`TABLE_TIME` left (the starts are
+    then not tried), and for a seed near the target by the seed table's measure (within
+    :data:`TABLE_NEAR` times the feature distance of its :data:`NEAR_RANK`-th nearest sample;
+    ``seed_pose``: the seed's joint frames and pose,
     :meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`): the search's row from the seed,
     pulled toward it across the task's null space, then answers next to it. One start costs a
     third of one of the search's batched iterations (eight rows): most targets of G1's leg
