@@ -260,7 +260,9 @@ def test_huge_trajectories_and_requests_give_their_memory_back(harness):
     settled = spin_until(harness.client, lambda: harness.quiet_for('trajectories_rejected', 3.0),
                          60.0)
     assert settled and harness.good_answered()
-    spin_until(harness.client, lambda: False, 2.5)    # the 1 Hz tick gives memory back
+    # The 1 Hz tick gives memory back: a few ticks at most (one CI run under the apt versions
+    # measured 145 MB against 129 after 2.5 s).
+    spin_until(harness.client, lambda: rss_mb(pid, 'VmRSS') <= 1.1 * before['VmRSS'], 10.0)
     assert harness.good_answered()
     after = {kind: rss_mb(pid, kind) for kind in ('VmRSS', 'RssAnon', 'RssShmem')}
     print(f"node memory [MB] before the huge inputs {before}, after {after}")

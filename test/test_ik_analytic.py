@@ -770,7 +770,7 @@ def test_a_review_s_cases_keep_every_solution_and_the_seed(tmp_path):
     seed = q.copy()
     seed[:7] += 1e-3
     result = panda.solver.solve('panda_hand', T, seed, position_tolerance=1e-10,
-                                orientation_tolerance=1e-10, max_solutions=2)
+                                orientation_tolerance=1e-10, max_solutions=2, timeout=0.5)
     assert result.success and len(result.solutions) == 2
     for solution in result.solutions:
         assert_solves(panda, solution, T, 1e-9)
