@@ -1,13 +1,14 @@
 """Inverse kinematics: solutions inside the limits that reproduce the target, near the seed;
 position-only mode; honest failures; closed-form planar IK as a reference.
 """
+import math
 import time
 import warnings
 
 import numpy as np
 from pinocchio_reference import Arm
 import pytest
-from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, TALOS, TREE_URDF, UR5, erd, load
+from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, PR2, TALOS, TREE_URDF, UR5, erd, load
 
 from ros_dynamics.engine import (
     IKSolver,
@@ -180,8 +181,9 @@ def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
 
 def test_a_start_from_the_seed_table_takes_the_turn_nearest_the_seed():
     """UR5's wrist_2_link (five joints, four of them limited to [-2 pi, 2 pi]: no family), seeds
-    3.5 rad from the middle in two of them: every answer, from the seed table or the search,
-    has each such joint at the turn nearest the seed inside the limits.
+    3.5 rad from the middle in two of them, and 11 rad (outside the limits): every answer, from
+    the seed table or the search (weighted: the search alone), has each such joint at the turn
+    nearest the seed inside the limits.
     """
     model = load(erd(UR5))
     solver = IKSolver(model)
@@ -191,16 +193,19 @@ def test_a_start_from_the_seed_table_takes_the_turn_nearest_the_seed():
     from_table = 0
     for i in range(30):
         T = model.frame_pose(rng.uniform(lo, hi), 'wrist_2_link')
-        seed = model.middle_configuration()
-        seed[[0, 3]] = rng.choice([-3.5, 3.5], 2)
-        result = solver.solve('wrist_2_link', T, seed, rng=i, timeout=0.5)
-        assert_solution(model, 'wrist_2_link', T, result)
-        from_table += result.message.startswith('converged from the seed table')
-        for j in (0, 1, 3, 4):
-            for turn in (-2 * np.pi, 2 * np.pi):
-                other = result.q[j] + turn
-                assert not (lo[j] <= other <= hi[j]
-                            and abs(other - seed[j]) < abs(result.q[j] - seed[j]))
+        for size, weights in ((3.5, None), (11.0, None), (3.5, np.ones(6)), (11.0, np.ones(6))):
+            seed = model.middle_configuration()
+            seed[[0, 3]] = rng.choice([-size, size], 2)
+            result = solver.solve('wrist_2_link', T, seed, rng=i, timeout=0.5, weights=weights)
+            assert_solution(model, 'wrist_2_link', T, result)
+            if size == 3.5 and weights is None:
+                from_table += result.message.startswith('converged from the seed table')
+            for j in (0, 1, 3, 4):
+                assert lo[j] <= result.q[j] <= hi[j]
+                for turn in (-2 * np.pi, 2 * np.pi):
+                    other = result.q[j] + turn
+                    assert not (lo[j] <= other <= hi[j]
+                                and abs(other - seed[j]) < abs(result.q[j] - seed[j]))
     assert from_table >= 15
 
 
@@ -219,6 +224,46 @@ def test_the_turn_nearest_the_seed_inside_the_limits_also_for_a_seed_turns_outsi
     assert _turned_into_limits([3.0], [0.0], limits) is None
     assert _turned_into_limits([1.00001], [0.0], limits, 1e-3) == ([1.0], True)
     assert _turned_into_limits([2.0], [0.0], [(-1.0, 1.0, False)]) is None
+
+
+def test_huge_seeds_on_continuous_joints_get_answers_checked_where_they_are_returned():
+    """PR2's left arm, its forearm and wrist rolls continuous, seeded 1000.3, -1e9 and 1e100 rad
+    there. The solve works from the seed's angles within a turn of zero and moves its answer
+    back: every configuration returned reaches the target on Pinocchio within the tolerance,
+    by the held closed form, the search (weighted) and several solutions alike. Where a double
+    holds the seed's angle finely enough (1000.3: to 1e-13) the answer is within half a turn
+    of the seed; where it does not (1e100; -1e9 at 1e-9), it is within a turn of zero and says
+    so -- it used to come back turned next to the seed, success=True and 2.4 rad off.
+    """
+    arm = Arm(erd(PR2), 'l_gripper_tool_frame')
+    model, solver = arm.model, arm.solver
+    rolls = [model.joint_index(name) for name in ('l_forearm_roll_joint', 'l_wrist_roll_joint')]
+    assert np.all(np.isinf(model.lower_limits[rolls]))
+    rng = np.random.default_rng(19)
+    for size in (1000.3, -1e9, 1e100):
+        for i in range(4):
+            T = arm.pose(arm.random_q(rng))
+            seed = model.middle_configuration()
+            seed[rolls] = size
+            for tol in (1e-5, 1e-9):
+                for options in ({}, {'weights': np.ones(6)}, {'max_solutions': 4}):
+                    result = solver.solve('l_gripper_tool_frame', T, seed, rng=i, timeout=0.5,
+                                          position_tolerance=tol, orientation_tolerance=tol,
+                                          **options)
+                    assert result.success, result.message
+                    for q in [result.q] + result.solutions:
+                        T_q = arm.pose(q)
+                        assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= tol * (1 + 1e-6)
+                        assert np.linalg.norm(log_so3(T[:3, :3] @ T_q[:3, :3].T)) <= \
+                            tol * (1 + 1e-6)
+                    near = np.abs(result.q[rolls] - seed[rolls]) <= np.pi + 1e-9
+                    if math.ulp(abs(size)) < 1e-3 * tol:
+                        assert near.all(), (size, tol, result.q[rolls])
+                    else:
+                        assert near.all() or 'within a turn of zero' in result.message and \
+                            np.all(np.abs(result.q[rolls]) <= 2 * np.pi)
+                    if size == 1e100:
+                        assert 'within a turn of zero' in result.message
 
 
 def test_tight_tolerances_keep_a_redundant_arm_near_its_seed():

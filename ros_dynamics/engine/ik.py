@@ -18,6 +18,7 @@ clock). Only a
 configuration whose errors are within both tolerances is a success; otherwise the best one
 found is returned with ``success=False``.
 """
+import math
 import threading
 import time
 from typing import Optional
@@ -36,7 +37,9 @@ from .ik_answers import (
     paired_result,
     paired_share,
     seed_answer,
+    seed_in_a_turn,
     table_result,
+    turned_to_seed,
     unchecked,
     with_closed_form,
 )
@@ -173,6 +176,20 @@ class IKSolver:
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
+        wrapped = seed_in_a_turn(chain, q_seed, active)
+        if wrapped is None:
+            return self._answer(chain, T_target, q_seed, w, active, position_tolerance,
+                                orientation_tolerance, position_only, max_solutions, rng,
+                                deadline)
+        result = self._answer(chain, T_target, wrapped, w, active, position_tolerance,
+                              orientation_tolerance, position_only, max_solutions, rng, deadline)
+        return turned_to_seed(result, chain, q_seed, wrapped, T_target, position_tolerance,
+                              math.inf if position_only else orientation_tolerance)
+
+    def _answer(self, chain, T_target, q_seed, w, active, position_tolerance,
+                orientation_tolerance, position_only, max_solutions, rng, deadline):
+        """:meth:`solve` of a checked request, ``T_target`` in the chain's root frame."""
+        model, tip_frame = self.model, chain.frame
         handed = None                    # the subproblems' answer at a singularity they left
         result = None                    # the seed's own answer, or the seed table's
         starts = None                    # the seed table's starting points, once computed

@@ -3,7 +3,7 @@
 the tolerances on the true chain, moved by whole turns toward the seed inside the joint limits,
 deduplicated and ranked by distance to the seed.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 import time
 
@@ -988,6 +988,56 @@ def warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol,
     q[chain.moved] = x
     return IKResult(q, True, p_err, o_err, iterations, 1, f'converged from the seed '
                     f'({iterations} iteration(s))', solutions=[q.copy()])
+
+
+def seed_in_a_turn(chain, q_seed, active):
+    """A copy of ``q_seed`` (nq,) with each unbounded angle the solve may move (``active``, None
+    for all) brought within half a turn of zero, or None when each already is or the chain has
+    mimic joints (a mimic joint turns by its multiplier times the turn). A solve from it works
+    on angles a double holds to full precision -- one of 1e9 rad it holds only to 1e-7 --
+    and :func:`turned_to_seed` moves its answer back.
+    """
+    unbounded = chain.unbounded
+    if chain.mimic or not len(unbounded):
+        return None
+    if active is not None:
+        unbounded = unbounded[active[unbounded]]
+    index = chain.moved[unbounded]
+    index = index[np.abs(q_seed[index]) > math.pi]
+    if not len(index):
+        return None
+    wrapped = q_seed.copy()
+    # The angle modulo a true turn (sine and cosine reduce any argument exactly), not modulo
+    # the double nearest 2 pi, which is 2.4e-16 short and drifts 4e-8 rad by 1e9 rad.
+    wrapped[index] = np.arctan2(np.sin(q_seed[index]), np.cos(q_seed[index]))
+    return wrapped
+
+
+def turned_to_seed(result, chain, q_seed, wrapped, T_target, p_tol, o_tol):
+    """``result`` of a solve from ``wrapped`` (:func:`seed_in_a_turn` of ``q_seed``) with its
+    configurations moved back by the turns between the two, its errors those of ``q``
+    there. That move rounds the angles to the spacing of doubles at the seed's size, so each
+    configuration is checked again on the chain: a solution the rounding takes beyond the
+    tolerances (``o_tol`` infinite: position only) stays within a turn of zero, and the
+    message says so.
+    """
+    index = np.flatnonzero(wrapped != q_seed)
+    moved = chain.moved
+    configurations = [result.q] + list(result.solutions)
+    Q = np.array(configurations)
+    Q[:, index] = q_seed[index] + (Q[:, index] - wrapped[index])
+    p_err, o_err = error_norms(chain.poses(Q[:, moved]),
+                               np.broadcast_to(T_target, (len(Q), 4, 4)))
+    within = (p_err <= p_tol) & (o_err <= o_tol)
+    if result.success and not within[0]:
+        size = float(np.abs(q_seed[index]).max())
+        return replace(result, message=f'{result.message}; within a turn of zero, not of the '
+                       f'seed: a double holds an angle of {size:.3g} rad only to '
+                       f'{math.ulp(size):.2g} rad')
+    solutions = [turned if ok else q for q, turned, ok in
+                 zip(configurations[1:], Q[1:], within[1:].tolist())]
+    return replace(result, q=Q[0], position_error=float(p_err[0]),
+                   orientation_error=float(o_err[0]), solutions=solutions)
 
 
 def _errors_one(T, T_target):

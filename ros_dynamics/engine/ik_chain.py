@@ -101,8 +101,10 @@ class Chain:
         #: Joints (nq,) whose angle is unbounded: solutions move them by whole turns toward
         #: the seed.
         self.periodic = model.angular_joints & np.isinf(model.lower_limits)
+        #: Indices into :attr:`moved` of those joints.
+        self.unbounded = np.flatnonzero(self.periodic[moved])
         for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement,
-                      self.periodic, self.turning):
+                      self.periodic, self.unbounded, self.turning):
             array.setflags(write=False)
 
     def wrap(self, X):

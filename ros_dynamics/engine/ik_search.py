@@ -265,8 +265,9 @@ class Search:
 
     def q(self, x):
         """The full configurations (..., nq) for the values ``x`` (..., m) of the searched
-        joints, joints that count modulo a turn moved by whole turns toward the seed while
-        inside their limits (within :data:`_EDGE` of a limit: clipped in).
+        joints, joints that count modulo a turn moved by the whole turns nearest the seed that
+        keep them inside their limits (a seed outside them too; within :data:`_EDGE` of a
+        limit: clipped in).
         """
         return self._turned(x)[0]
 
@@ -281,6 +282,13 @@ class Search:
             seed = self.q_seed[self.active[turns]]
             near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
             lower, upper = self.chain.lower[turns], self.chain.upper[turns]
+            outside = (near < lower - _EDGE) | (near > upper + _EDGE)
+            if outside.any():        # the turn inside the limits nearest the seed instead
+                raw = x[..., turns]
+                k = np.minimum(np.maximum(np.round((seed - raw) / _TWO_PI),
+                                          np.ceil((lower - _EDGE - raw) / _TWO_PI)),
+                               np.floor((upper + _EDGE - raw) / _TWO_PI))
+                near = np.where(outside, raw + k * _TWO_PI, near)
             inside = (near >= lower - _EDGE) & (near <= upper + _EDGE)
             if self.inactive is not None:    # a held joint keeps the seed's value as it is
                 inside &= ~self.inactive[turns]
