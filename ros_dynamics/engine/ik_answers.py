@@ -654,9 +654,9 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     tolerance = 0.5 * min(p_tol, o_tol)
     kept = []
     # Up to this many rows are checked pose by pose first (a third of a batch's cost), often
-    # within: subproblem 6's roots up to three; a snapped geometry's, one only (polished, the
-    # others reach rounding, and a solution at a joint limit, a snapping past it, comes back
-    # onto it).
+    # within: subproblem 6's roots up to three; a snapped geometry's, one only, unless every
+    # one is exact and inside the limits (polished, a solution at a joint limit, a snapping
+    # past it, comes back onto it).
     one_by_one = 1
     if not family.snapped:
         rows = [q for q, e in candidates
@@ -672,6 +672,11 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
         tolerance, one_by_one = 1e-3 * tolerance, 0
     else:
         rows = [q for q, _ in candidates]
+        # Exact ones inside the limits as they are are checked first, all of them: iCub's legs
+        # (axes turned by 3.7e-6 rad) had each of 899 such candidates of 600 targets within
+        # 1e-5 unpolished, and polishing two or three cost 7-20 % of the solve.
+        if all(e and _turned_into_limits(q, x_seed, limits, 0.0) for q, e in candidates):
+            one_by_one = _ONE_BY_ONE
     if not rows:
         return kept
     if len(rows) <= one_by_one:
@@ -732,8 +737,8 @@ def _prune_slack(family, p_tol, o_tol):
     return SNAPPED_REACH if family.snap <= PRUNE_SNAP else None
 
 
-#: Up to this many candidates of subproblem 6 are checked pose by pose before any is polished
-#: (beyond, one batch costs less).
+#: Up to this many candidates are checked pose by pose before any is polished (beyond, one
+#: batch costs less): subproblem 6's, and a snapped geometry's inside the limits.
 _ONE_BY_ONE = 3
 
 
