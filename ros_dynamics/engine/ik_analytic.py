@@ -195,7 +195,7 @@ class Family:
         and 6 (:func:`_along_continuum`), instead of the subproblems' arbitrary one.
         """
         if self.geometry.reversed:
-            R, p = R.T, -R.T @ p
+            R, p = R.T, -R.T.dot(p)
             if limits is not None:               # joint i is joint 7 - i, its angle negated
                 limits = [limit and (-limit[1], -limit[0], limit[2]) for limit in limits[::-1]]
             if near is not None:

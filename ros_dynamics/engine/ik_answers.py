@@ -946,10 +946,9 @@ def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None, error
     kinematics (``T_seed`` (4, 4) when known; its ``errors`` too) instead of a solve; else None.
     """
     x = q_seed[chain.moved]
-    if not np.all((x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])):
-        return None
     p_err, o_err = errors or _errors_one(chain.pose(x) if T_seed is None else T_seed, T_target)
-    if p_err > p_tol or o_err > o_tol:
+    if p_err > p_tol or o_err > o_tol or not np.all(
+            (x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])):
         return None
     return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1, 'the seed already reaches the '
                     'target', solutions=[q_seed.copy()], method='seed')
@@ -1048,7 +1047,7 @@ def turned_to_seed(result, chain, q_seed, wrapped, T_target, p_tol, o_tol):
 def _errors_one(T, T_target):
     """Position error [m] and rotation angle [rad] of ``T`` against ``T_target`` (4, 4)."""
     dx, dy, dz = (T_target[:3, 3] - T[:3, 3]).tolist()
-    (a, b, c), (d, e, f), (g, h, i) = (T_target[:3, :3] @ T[:3, :3].T).tolist()
+    (a, b, c), (d, e, f), (g, h, i) = T_target[:3, :3].dot(T[:3, :3].T).tolist()
     sin = 0.5 * math.sqrt((h - f) ** 2 + (c - g) ** 2 + (d - b) ** 2)
     return math.sqrt(dx * dx + dy * dy + dz * dz), math.atan2(sin, 0.5 * (a + e + i - 1.0))
 

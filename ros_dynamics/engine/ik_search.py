@@ -146,12 +146,12 @@ class PoseError:
     """
 
     def __init__(self, T_target):
-        self.M = (_POSITION_ROWS + T_target[:3, :3].ravel() @ _ROTATION_ROWS).reshape(16, 7)
+        self.M = (_POSITION_ROWS + T_target[:3, :3].ravel().dot(_ROTATION_ROWS)).reshape(16, 7)
         self.M[15, :3] = T_target[:3, 3]
 
     def __call__(self, T):
         """``[p_target - p; angle axis]`` (B, 6) in world axes for poses ``T`` (B, 4, 4)."""
-        return _angle_axis(T.reshape(len(T), 16) @ self.M)
+        return _angle_axis(T.reshape(len(T), 16).dot(self.M))
 
     def one(self, T):
         """:meth:`__call__` for one pose ``T`` (4, 4) without the batch: the error (6,), and
@@ -171,7 +171,7 @@ class PoseError:
         """
         M = self.M[_FEATURE_ROWS]
         M[3:12] /= length
-        return (F @ M[:12] + M[12])[:, :6]
+        return (F.dot(M[:12]) + M[12])[:, :6]
 
 
 #: Rows of a flattened 4x4 transform: the position, the rotation's entries, the last one.
@@ -489,7 +489,8 @@ def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=N
         if active is not None:
             JT = JT * active[:, None]
         pull = x_seed - x if redundant else None
-        x = np.clip(x + _limited_step(JT, e, cost, pull, x, lower, upper), lower, upper)
+        x = np.minimum(np.maximum(x + _limited_step(JT, e, cost, pull, x, lower, upper), lower),
+                       upper)                               # np.clip's: twice the cost
 
 
 def _limited_step(JT, e, cost, pull, x, lower, upper):
@@ -511,7 +512,7 @@ def _limited_step(JT, e, cost, pull, x, lower, upper):
         fixed |= past
         move[past] = np.clip(stepped[past], lower[past], upper[past]) - x[past]
         free = ~fixed
-        step = _damped_step_one(JT * free[:, None], e - move @ JT, cost,
+        step = _damped_step_one(JT * free[:, None], e - move.dot(JT), cost,
                                 None if pull is None else pull * free)
         step[fixed] = move[fixed]
         stepped = x + step
@@ -525,9 +526,9 @@ def _damped_step_one(JT, e, cost, pull):
     positive definite system (1 us for six joints, against 4 for NumPy's general solve and
     its checks), the general solve where rounding leaves it not positive definite.
     """
-    A = JT @ JT.T
-    A.flat[::len(A) + 1] += _DAMPING * cost + _LAMBDA0
-    rhs = JT @ e
+    A = JT.dot(JT.T)                          # ndarray.dot: half matmul's overhead here
+    A.ravel()[::len(A) + 1] += _DAMPING * cost + _LAMBDA0
+    rhs = JT.dot(e)
     if pull is not None:
         rhs += pull_weight(cost) * pull
     _, step, info = dposv(A, rhs)
