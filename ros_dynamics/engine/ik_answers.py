@@ -947,8 +947,8 @@ def seed_result(model, chain, T_target, q_seed, p_tol, o_tol, T_seed=None, error
     """
     x = q_seed[chain.moved]
     p_err, o_err = errors or _errors_one(chain.pose(x) if T_seed is None else T_seed, T_target)
-    if p_err > p_tol or o_err > o_tol or not np.all(
-            (x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])):
+    if p_err > p_tol or o_err > o_tol or not (
+            (x >= model.lower_limits[chain.moved]) & (x <= model.upper_limits[chain.moved])).all():
         return None
     return IKResult(q_seed.copy(), True, p_err, o_err, 0, 1, 'the seed already reaches the '
                     'target', solutions=[q_seed.copy()], method='seed')

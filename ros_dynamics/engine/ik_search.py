@@ -471,7 +471,7 @@ def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=N
     too far for quadratic convergence: the search then runs).
     """
     lower, upper = limits
-    if np.any((x_seed < lower) | (x_seed > upper)):
+    if ((x_seed < lower) | (x_seed > upper)).any():         # the method: np.any's wrapper costs
         return None
     error = PoseError(T_target)
     x, previous = x_seed.copy(), np.inf
@@ -489,23 +489,21 @@ def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=N
         if active is not None:
             JT = JT * active[:, None]
         pull = x_seed - x if redundant else None
-        x = np.minimum(np.maximum(x + _limited_step(JT, e, cost, pull, x, lower, upper), lower),
-                       upper)                               # np.clip's: twice the cost
+        x = _limited_step(JT, e, cost, pull, x, lower, upper)
 
 
 def _limited_step(JT, e, cost, pull, x, lower, upper):
-    """The damped least-squares step (m,) of one configuration ``x`` (m,) -- transposed
-    Jacobian ``JT`` (m, 6), error ``e`` (6,), cost ``e^T e / 2``, ``pull`` (m,) or None as
-    :func:`damped_step` -- with an active set: a joint the step would take past a limit moves
-    to it, its column leaves the Jacobian and its move the error (``e - J dx_i``), and the
-    others step again, until none crosses a limit (two joints at limits, as on Panda and xArm7
-    near their stops, each push the other's step out in turn).
+    """``x`` (m,) after its damped least-squares step -- transposed Jacobian ``JT`` (m, 6),
+    error ``e`` (6,), cost ``e^T e / 2``, ``pull`` (m,) or None as :func:`damped_step` -- with
+    an active set: a joint the step would take past a limit moves to it, its column leaves
+    the Jacobian and its move the error (``e - J dx_i``), and the others step again, until
+    none crosses a limit (two joints at limits, as on Panda and xArm7 near their stops, each
+    push the other's step out in turn); inside ``[lower, upper]`` (m,) against rounding.
     """
-    step = _damped_step_one(JT, e, cost, pull)
-    stepped = x + step
+    stepped = x + _damped_step_one(JT, e, cost, pull)
     past = (stepped < lower) | (stepped > upper)
     if not past.any():                                      # most often none crosses a limit
-        return step
+        return stepped
     fixed = np.zeros(len(x), dtype=bool)
     move = np.zeros(len(x))
     while past.any():                    # each pass fixes one joint more at least
@@ -517,7 +515,7 @@ def _limited_step(JT, e, cost, pull, x, lower, upper):
         step[fixed] = move[fixed]
         stepped = x + step
         past = ((stepped < lower) | (stepped > upper)) & free
-    return step
+    return np.minimum(np.maximum(stepped, lower), upper)     # np.clip's: twice the cost
 
 
 def _damped_step_one(JT, e, cost, pull):
