@@ -1070,7 +1070,7 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
     """
     out, clipped = [], False
     for x, seed, (lower, upper, turning) in zip(q, x_seed, limits):
-        if lower <= x <= upper and (not turning or -math.pi < x - seed <= math.pi):
+        if lower <= x <= upper and (not turning or -_HALF_TURN < x - seed <= _HALF_TURN):
             out.append(x)                                            # the common case
             continue
         if not turning:
@@ -1078,10 +1078,12 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
         # The whole turns k that keep the angle within the widened limits, and the one of
         # them nearest the seed (a seed many turns outside the limits too).
         k = round((seed - x) / _TURN)
-        if lower > -math.inf:
-            k = max(k, math.ceil((lower - slack - x) / _TURN))
-        if upper < math.inf:
-            k = min(k, math.floor((upper + slack - x) / _TURN))
+        if lower > -_INF:
+            k_lower = math.ceil((lower - slack - x) / _TURN)
+            k = k_lower if k_lower > k else k
+        if upper < _INF:
+            k_upper = math.floor((upper + slack - x) / _TURN)
+            k = k_upper if k_upper < k else k
         v = x + k * _TURN
         if not lower - slack <= v <= upper + slack:
             return None
@@ -1092,6 +1094,7 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
+_HALF_TURN, _INF = math.pi, math.inf        # module names: cheaper than math's attributes
 #: [m or rad] Below this tolerance every exact solution is checked on the chain: the
 #: subproblems' rounding reaches 3e-11 on Centauro's leg (its parallel axes 5e-12 rad apart,
 #: taken as exact), subproblem 6's roots 6e-10 on SO-100 (the errors of 2,292 solutions at
