@@ -266,6 +266,83 @@ def test_huge_seeds_on_continuous_joints_get_answers_checked_where_they_are_retu
                         assert 'within a turn of zero' in result.message
 
 
+def _mimic_arm(path, multiplier):
+    """Seven joints written here: continuous j2 drives j3 (mimic, ``multiplier``), six move."""
+    inertial = ('<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" '
+                'ixy="0" ixz="0" iyz="0"/></inertial>')
+    joints = [('j1', 'revolute', '0 0 0.1', '0 0 1', ''),
+              ('j2', 'continuous', '0 0 0.3', '0 1 0', ''),
+              ('j3', 'revolute', '0 0 0.3', '0 1 0',
+               f'<mimic joint="j2" multiplier="{multiplier}" offset="0.1"/>'),
+              ('j4', 'revolute', '0 0 0.25', '0 0 1', ''),
+              ('j5', 'revolute', '0 0 0.2', '0 1 0', ''),
+              ('j6', 'revolute', '0.05 0 0.1', '1 0 0', ''),
+              ('j7', 'revolute', '0 0.03 0.1', '0 0 1', '')]
+    text = ''.join(f'<link name="l{i}">{inertial}</link>' for i in range(8))
+    for i, (name, kind, xyz, axis, mimic) in enumerate(joints):
+        limit = '' if kind == 'continuous' else 'lower="-3" upper="3" '
+        text += (f'<joint name="{name}" type="{kind}"><parent link="l{i}"/><child '
+                 f'link="l{i + 1}"/><origin xyz="{xyz}"/><axis xyz="{axis}"/><limit {limit}'
+                 f'effort="1" velocity="1"/>{mimic}</joint>')
+    text += ('<link name="tool"/><joint name="tool_joint" type="fixed"><parent link="l7"/>'
+             '<child link="tool"/><origin xyz="0.1 0.01 0.05" rpy="0.1 0.2 0.3"/></joint>')
+    path.write_text(f'<robot name="mimic_arm">{text}</robot>')
+    return str(path)
+
+
+@pytest.mark.parametrize('multiplier', [0.5, 2.0])
+def test_a_continuous_joint_driving_a_mimic_joint_turns_only_where_the_pose_stays(
+        tmp_path, multiplier):
+    """A continuous joint driving a mimic joint at half its angle: a whole turn of it turns the
+    mimic joint by half a turn, so no answer may be moved by whole turns toward the seed (a
+    hostile review found the tip 1.4 m and pi rad off, reported ``success=True``); at twice its
+    angle a turn keeps the pose, and huge seeds are solved within a turn of zero as for any
+    unbounded angle. Every configuration returned is checked on Pinocchio.
+    """
+    arm = Arm(_mimic_arm(tmp_path / 'mimic_arm.urdf', multiplier), 'tool')
+    rng = np.random.default_rng(23)
+    for size in (3.0, 1000.2, 1e12):
+        for i in range(6):
+            q = arm.random_q(rng)
+            q[1] = -size if i % 2 else rng.uniform(-3.0, 3.0)
+            T = arm.pose(q)
+            seed = np.clip(q + 0.2, arm.model.lower_limits, arm.model.upper_limits)
+            seed[1] = size
+            for options in ({}, {'max_solutions': 4}, {'position_only': True}):
+                result = arm.solver.solve('tool', T, seed, rng=i, timeout=0.5, **options)
+                if not result.success:
+                    continue
+                for q_found in [result.q] + result.solutions:
+                    T_found = arm.pose(q_found)
+                    assert np.linalg.norm(T_found[:3, 3] - T[:3, 3]) <= 1e-5 * (1 + 1e-6)
+                    if not options.get('position_only'):
+                        assert np.linalg.norm(log_so3(T[:3, :3] @ T_found[:3, :3].T)) <= \
+                            1e-5 * (1 + 1e-6)
+
+
+def test_joints_a_solve_does_not_move_keep_the_seeds_values_bit_for_bit():
+    """PR2's right wrist roll (outside the left arm's chain) and its left one held by
+    ``active_joints``, both continuous, seeded -0.0: the search's move of unbounded angles
+    toward the seed used to touch every one in the model and give +0.0.
+    """
+    arm = Arm(erd(PR2), 'l_gripper_tool_frame')
+    model = arm.model
+    outside, held = (model.joint_index(n) for n in ('r_wrist_roll_joint', 'l_wrist_roll_joint'))
+    chain = arm.solver.chain('l_gripper_tool_frame')
+    active = [model.q_names[i] for i in chain.moved if i != held]
+    rng = np.random.default_rng(29)
+    for i in range(5):
+        seed = arm.random_q(rng)
+        seed[[outside, held]] = -0.0
+        T = arm.pose(seed + 0.05)
+        for options in ({}, {'weights': np.ones(6)}, {'active_joints': active}):
+            result = arm.solver.solve('l_gripper_tool_frame', T, seed, rng=i, timeout=0.2,
+                                      **options)
+            assert np.signbit(result.q[outside]), options
+            if 'active_joints' in options:
+                assert np.signbit(result.q[held])
+
+
 def test_tight_tolerances_keep_a_redundant_arm_near_its_seed():
     """Baxter's arm asked for 1e-9 from a seed 0.01 rad off: the null-space pull toward the seed
     used to bias the step across the task by ``g lambda_0 |q_seed - q|`` and stall near 1e-8 m,

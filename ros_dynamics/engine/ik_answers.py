@@ -995,14 +995,14 @@ def warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol,
 
 
 def seed_in_a_turn(chain, q_seed, active):
-    """A copy of ``q_seed`` (nq,) with each unbounded angle the solve may move (``active``, None
-    for all) brought within half a turn of zero, or None when each already is or the chain has
-    mimic joints (a mimic joint turns by its multiplier times the turn). A solve from it works
+    """A copy of ``q_seed`` (nq,) with each unbounded angle the solve may move by whole turns
+    (``active``, None for all; :attr:`~ros_dynamics.engine.ik_chain.Chain.periodic`) brought
+    within half a turn of zero, or None when each already is. A solve from it works
     on angles a double holds to full precision -- one of 1e9 rad it holds only to 1e-7 --
     and :func:`turned_to_seed` moves its answer back.
     """
     unbounded = chain.unbounded
-    if chain.mimic or not len(unbounded):
+    if not len(unbounded):
         return None
     if active is not None:
         unbounded = unbounded[active[unbounded]]
@@ -1023,7 +1023,7 @@ def turned_to_seed(result, chain, q_seed, wrapped, T_target, p_tol, o_tol):
     there. That move rounds the angles to the spacing of doubles at the seed's size, so each
     configuration is checked again on the chain: a solution the rounding takes beyond the
     tolerances (``o_tol`` infinite: position only) stays within a turn of zero, and the
-    message says so.
+    message says so (for ``q``, all of them do).
     """
     index = np.flatnonzero(wrapped != q_seed)
     moved = chain.moved
@@ -1033,15 +1033,18 @@ def turned_to_seed(result, chain, q_seed, wrapped, T_target, p_tol, o_tol):
     p_err, o_err = error_norms(chain.poses(Q[:, moved]),
                                np.broadcast_to(T_target, (len(Q), 4, 4)))
     within = (p_err <= p_tol) & (o_err <= o_tol)
+    size = float(np.abs(q_seed[index]).max())
+    why = (f'within a turn of zero, not of the seed: a double holds an angle of {size:.3g} '
+           f'rad only to {math.ulp(size):.2g} rad')
     if result.success and not within[0]:
-        size = float(np.abs(q_seed[index]).max())
-        return replace(result, message=f'{result.message}; within a turn of zero, not of the '
-                       f'seed: a double holds an angle of {size:.3g} rad only to '
-                       f'{math.ulp(size):.2g} rad')
+        return replace(result, message=f'{result.message}; {why}')
     solutions = [turned if ok else q for q, turned, ok in
                  zip(configurations[1:], Q[1:], within[1:].tolist())]
+    message = result.message
+    if not within[1:].all():
+        message += f'; {np.count_nonzero(~within[1:])} of the solutions {why}'
     return replace(result, q=Q[0], position_error=float(p_err[0]),
-                   orientation_error=float(o_err[0]), solutions=solutions)
+                   orientation_error=float(o_err[0]), solutions=solutions, message=message)
 
 
 def _errors_one(T, T_target):

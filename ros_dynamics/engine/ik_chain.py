@@ -31,6 +31,19 @@ _Z_AND_P = np.array([6, 10, 2, 10, 2, 6, 11, 3, 7, 7, 11, 3, 2, 6, 10])
 _P_ROTATED = np.array([11, 3, 7, 7, 11, 3])
 
 
+def whole_turns(model):
+    """Per coordinate of ``q`` (nq,): whether a whole turn of it leaves every joint's transform
+    as it is -- an angle, and every mimic joint following it an angle with a whole-number
+    multiplier (a turn moves it by whole turns too).
+    """
+    turns = np.array(model.angular_joints, dtype=bool)
+    for k, joint in enumerate(model.joint_models):
+        if joint.nq == 1 and not (joint.angular_coordinates[0]
+                                  and float(model.joint_multiplier[k]).is_integer()):
+            turns[model.joint_q_source[k]] = False
+    return turns
+
+
 class Chain:
     """Pose and root-aligned Jacobian of ``frame`` of ``model`` for batches of configurations
     of the one-DOF joints that move it (see the module docstring). Immutable once built.
@@ -79,8 +92,11 @@ class Chain:
         self.x_index = np.searchsorted(self.moved, q_index) if self.mimic else None
         self.mimic_rows = columns[:, moved_v].T.copy()             # (m, n_chain)
         moved = self.moved
-        #: Which moved joints are angles (a solution may move them by whole turns), not slides.
-        self.turning = np.array(model.angular_joints[moved], dtype=bool)
+        #: Which moved joints a solution may move by whole turns: angles whose mimic joints
+        #: (anywhere in the model) are angles turning by whole multiples of theirs -- not
+        #: slides, nor a continuous joint driving a mimic joint at half its angle, which a turn
+        #: moves by half a turn (:func:`whole_turns`).
+        self.turning = whole_turns(model)[moved]
         #: The moved joints' (lower, upper) limits [rad or m] and whether they turn, as Python
         #: values, for code that works on one configuration in floats.
         self.float_limits = tuple(zip(model.lower_limits[moved].tolist(),
@@ -98,9 +114,10 @@ class Chain:
         self.turns = np.flatnonzero(turns) if turns.any() else None
         self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
         self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
-        #: Joints (nq,) whose angle is unbounded: solutions move them by whole turns toward
-        #: the seed.
-        self.periodic = model.angular_joints & np.isinf(model.lower_limits)
+        #: Joints (nq,) of :attr:`moved` whose angle is unbounded and :attr:`turning`:
+        #: solutions move them by whole turns toward the seed (no joint outside the chain).
+        self.periodic = np.zeros(model.nq, dtype=bool)
+        self.periodic[moved] = self.turning & np.isinf(model.lower_limits[moved])
         #: Indices into :attr:`moved` of those joints.
         self.unbounded = np.flatnonzero(self.periodic[moved])
         for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement,

@@ -206,11 +206,16 @@ class Search:
                  rng, active=None, starts=None):
         self.chain, self.error, self.rng_seed = chain, PoseError(T_target), rng
         self.T_target = T_target
-        #: Joints (nq,) whose angle is unbounded: moved by whole turns toward the seed (None:
-        #: there are none).
-        self.periodic = chain.periodic if chain.periodic.any() else None
         self.q_seed = q_seed
         self.inactive = None if active is None or active.all() else ~active
+        #: Indices in ``q`` of the joints the search moves whose angle is unbounded: moved by
+        #: whole turns toward the seed (None: there are none; the others keep the seed's
+        #: values bit for bit).
+        periodic = chain.periodic
+        if self.inactive is not None:
+            periodic = periodic.copy()
+            periodic[chain.moved[self.inactive]] = False
+        self.periodic = np.flatnonzero(periodic) if periodic.any() else None
         self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
         self.w = w
         # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
@@ -481,6 +486,8 @@ def from_seed(chain, T_target, x_seed, seed_pose, limits, p_tol, o_tol, active=N
         e, p2, o2 = error.one(T)
         cost = 0.5 * (p2 + o2)
         if p2 <= p_tol * p_tol and o2 <= o_tol * o_tol:
+            if active is not None:           # held as the seed has them (-0.0 + 0.0 is 0.0)
+                x[~active] = x_seed[~active]
             return x, math.sqrt(p2), math.sqrt(o2), k
         if k == iterations or cost > cut * previous:
             return None
