@@ -1,12 +1,13 @@
 """Whole Cartesian paths (IKSolver.solve_path): every pose checked with Pinocchio's forward
 kinematics, one branch kept, failures naming the first pose at fault.
 """
+import math
 import time
 
 import numpy as np
 from pinocchio_reference import Arm
 import pytest
-from robots import BAXTER, PANDA, UR5, calibrated, erd
+from robots import BAXTER, KINOVA, PANDA, PR2, UR5, calibrated, erd
 from scipy.spatial.transform import Rotation
 
 from ros_dynamics.engine import InvalidInputError, ShapeError, ik_path
@@ -561,3 +562,44 @@ def test_bad_paths_raise_typed_errors(ur5, targets, error, match):
 def test_bad_joint_step_bounds_are_refused(ur5, step):
     with pytest.raises(InvalidInputError, match='max_joint_step'):
         ur5.solver.solve_path('tool0', np.eye(4)[None], max_joint_step=step)
+
+
+@pytest.mark.parametrize('robot, tip', [(KINOVA, 'j2s6s200_end_effector'),
+                                        (PR2, 'l_gripper_tool_frame')])
+def test_a_path_from_huge_seeds_on_continuous_joints_is_checked_where_it_is_returned(robot, tip):
+    """Kinova's (analytic) and PR2's left arm (held closed form) with their continuous joints
+    seeded 1000.3, -1e9 and 1e12 rad, the robot where those angles put it, on paths of 20
+    poses the tip reaches moving every joint 0.02 rad or less between them: the path is solved
+    from the seed's angles within a turn of zero and moved back, every pose checked again
+    (Pinocchio here). Where a double holds the seed's angle finely enough (1000.3; -1e9 to
+    1.2e-7), the path starts next to the seed; where not (1e12), it says it stays within a
+    turn of zero -- at 1e12 it used to be refused, "clipped into the limits" or "the branch
+    must change".
+    """
+    arm = Arm(erd(robot), tip)
+    chain = arm.solver.chain(tip)
+    rolls = chain.moved[chain.unbounded]
+    assert len(rolls) >= 2
+    rng = np.random.default_rng(3)
+    for size in (1000.3, -1e9, 1e12):
+        for q0, _ in random_lines(arm, 2, 11):
+            seed = q0.copy()
+            seed[rolls] = size
+            q0[rolls] = np.arctan2(np.sin(size), np.cos(size))      # where the robot is
+            dq = np.zeros_like(q0)
+            dq[chain.moved] = rng.uniform(-0.02, 0.02, len(chain.moved))
+            T = np.array([arm.pose(q0 + k * dq) for k in range(20)])   # reachable poses
+            result = arm.solver.solve_path(tip, T, seed, timeout=5.0)
+            assert result.success and result.solved == 20, (size, result.message)
+            check_path(arm, result.q, T, tol=2e-5)
+            steps = np.abs(np.diff(result.q[:, chain.moved], axis=0)).max()
+            assert steps <= ik_path.DEFAULT_MAX_JOINT_STEP
+            near = np.abs(result.q[0, rolls] - seed[rolls]).max() <= np.pi
+            if math.ulp(abs(size)) < 1e-8:      # 1000.3: the seed's angles held to 1e-13
+                assert near and np.abs(result.q[0] - seed).max() < 0.5, size
+                continue
+            if math.ulp(abs(size)) > 2e-5:      # 1e12: to 1.2e-4 only
+                assert not near
+            if not near:
+                assert 'within a turn of zero' in result.message, result.message
+                assert np.abs(result.q[:, rolls]).max() <= 2 * np.pi

@@ -176,14 +176,16 @@ class IKSolver:
                 chain.root_body]
             T_target = inverse_transform(T_world_root) @ T_target
         active = active_mask(model, chain, active_joints)
-        wrapped = seed_in_a_turn(chain, q_seed, active)
-        if wrapped is None:
+        turned = seed_in_a_turn(chain, q_seed, active)
+        if turned is None:
             return self._answer(chain, T_target, q_seed, w, active, position_tolerance,
                                 orientation_tolerance, position_only, max_solutions, rng,
                                 deadline)
+        wrapped, index = turned
         result = self._answer(chain, T_target, wrapped, w, active, position_tolerance,
                               orientation_tolerance, position_only, max_solutions, rng, deadline)
-        return turned_to_seed(result, chain, q_seed, wrapped, T_target, position_tolerance,
+        return turned_to_seed(result, chain, q_seed, wrapped, index, T_target,
+                              position_tolerance,
                               math.inf if position_only else orientation_tolerance)
 
     def _answer(self, chain, T_target, q_seed, w, active, position_tolerance,

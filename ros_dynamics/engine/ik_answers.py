@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from . import ik_analytic, ik_held
-from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
+from .ik_chain import LIMIT_SLACK, TANGENT_SLACK, turn_into_limits
 from .ik_search import BATCH, PoseError, error_norms, from_seed, pose_error
 from .ik_seeds import feature_distance2
 
@@ -997,7 +997,8 @@ def warm_result(model, chain, T_target, q_seed, seed_pose, active, p_tol, o_tol,
 def seed_in_a_turn(chain, q_seed, active):
     """A copy of ``q_seed`` (nq,) with each unbounded angle the solve may move by whole turns
     (``active``, None for all; :attr:`~ros_dynamics.engine.ik_chain.Chain.periodic`) brought
-    within half a turn of zero, or None when each already is. A solve from it works
+    within half a turn of zero, and the indices in ``q`` of the angles it brought; or None when
+    each already is. A solve from it works
     on angles a double holds to full precision -- one of 1e9 rad it holds only to 1e-7 --
     and :func:`turned_to_seed` moves its answer back.
     """
@@ -1014,18 +1015,17 @@ def seed_in_a_turn(chain, q_seed, active):
     # The angle modulo a true turn (sine and cosine reduce any argument exactly), not modulo
     # the double nearest 2 pi, which is 2.4e-16 short and drifts 4e-8 rad by 1e9 rad.
     wrapped[index] = np.arctan2(np.sin(q_seed[index]), np.cos(q_seed[index]))
-    return wrapped
+    return wrapped, index
 
 
-def turned_to_seed(result, chain, q_seed, wrapped, T_target, p_tol, o_tol):
-    """``result`` of a solve from ``wrapped`` (:func:`seed_in_a_turn` of ``q_seed``) with its
-    configurations moved back by the turns between the two, its errors those of ``q``
-    there. That move rounds the angles to the spacing of doubles at the seed's size, so each
-    configuration is checked again on the chain: a solution the rounding takes beyond the
-    tolerances (``o_tol`` infinite: position only) stays within a turn of zero, and the
-    message says so (for ``q``, all of them do).
+def turned_to_seed(result, chain, q_seed, wrapped, index, T_target, p_tol, o_tol):
+    """``result`` of a solve from ``wrapped`` (:func:`seed_in_a_turn` of ``q_seed``, which
+    brought the angles ``index``) with its configurations moved back by the turns between
+    the two, its errors those of ``q`` there. That move rounds the angles to the spacing of
+    doubles at the seed's size, so each configuration is checked again on the chain: a
+    solution the rounding takes beyond the tolerances (``o_tol`` infinite: position only)
+    stays within a turn of zero, and the message says so (for ``q``, all of them do).
     """
-    index = np.flatnonzero(wrapped != q_seed)
     moved = chain.moved
     configurations = [result.q] + list(result.solutions)
     Q = np.array(configurations)
@@ -1076,19 +1076,8 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
         if lower <= x <= upper and (not turning or -_HALF_TURN < x - seed <= _HALF_TURN):
             out.append(x)                                            # the common case
             continue
-        if not turning:
-            return None
-        # The whole turns k that keep the angle within the widened limits, and the one of
-        # them nearest the seed (a seed many turns outside the limits too).
-        k = round((seed - x) / _TURN)
-        if lower > -_INF:
-            k_lower = math.ceil((lower - slack - x) / _TURN)
-            k = k_lower if k_lower > k else k
-        if upper < _INF:
-            k_upper = math.floor((upper + slack - x) / _TURN)
-            k = k_upper if k_upper < k else k
-        v = x + k * _TURN
-        if not lower - slack <= v <= upper + slack:
+        v = turn_into_limits(x, seed, lower, upper, slack) if turning else None
+        if v is None:
             return None
         if not lower <= v <= upper:
             v, clipped = min(max(v, lower), upper), True
@@ -1097,7 +1086,7 @@ def _turned_into_limits(q, x_seed, limits, slack=LIMIT_SLACK):
 
 
 _TURN = 2.0 * math.pi
-_HALF_TURN, _INF = math.pi, math.inf        # module names: cheaper than math's attributes
+_HALF_TURN = math.pi                        # a module name: cheaper than math's attribute
 #: [m or rad] Below this tolerance every exact solution is checked on the chain: the
 #: subproblems' rounding reaches 3e-11 on Centauro's leg (its parallel axes 5e-12 rad apart,
 #: taken as exact), subproblem 6's roots 6e-10 on SO-100 (the errors of 2,292 solutions at

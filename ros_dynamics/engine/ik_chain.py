@@ -10,11 +10,14 @@ holds that joint where the seed puts it, so poses of the chain are in that body'
 ``C_k Z_k(x)`` is those four terms times a constant basis (one matrix product for every joint and
 configuration), and the frames chain by products.
 """
+import math
+
 import numpy as np
 
 from .joints import X as X_TERM
 
 _TWO_PI = 2.0 * np.pi
+_INF = math.inf
 #: A solution this far [rad or m] outside a joint limit is inside after rounding (a whole turn
 #: added to an angle at the limit) and is clipped in.
 LIMIT_SLACK = 1e-9
@@ -42,6 +45,23 @@ def whole_turns(model):
                                   and float(model.joint_multiplier[k]).is_integer()):
             turns[model.joint_q_source[k]] = False
     return turns
+
+
+def turn_into_limits(x, seed, lower, upper, slack):
+    """The angle ``x`` [rad] moved by the whole turns nearest ``seed`` [rad] that keep it
+    within ``[lower - slack, upper + slack]`` (floats; an infinite limit: none on that side),
+    or None when no whole turn does -- the rule every solution's angle is turned by, a seed
+    many turns outside the limits too.
+    """
+    k = round((seed - x) / _TWO_PI)
+    if lower > -_INF:
+        k_lower = math.ceil((lower - slack - x) / _TWO_PI)
+        k = k_lower if k_lower > k else k
+    if upper < _INF:
+        k_upper = math.floor((upper + slack - x) / _TWO_PI)
+        k = k_upper if k_upper < k else k
+    v = x + k * _TWO_PI
+    return v if lower - slack <= v <= upper + slack else None
 
 
 class Chain:
@@ -120,6 +140,17 @@ class Chain:
         self.periodic[moved] = self.turning & np.isinf(model.lower_limits[moved])
         #: Indices into :attr:`moved` of those joints.
         self.unbounded = np.flatnonzero(self.periodic[moved])
+        #: ``(i, j, lower, upper)`` of each joint whose angle counts modulo a turn -- one of
+        #: :attr:`turns` or :attr:`unbounded` -- ``i`` its index in :attr:`moved`, ``j`` in
+        #: ``q``, its limits as floats (infinite: unbounded): where a solution's angle is moved
+        #: by the whole turns nearest a seed (:func:`turn_into_limits`).
+        modular = np.zeros(len(moved), dtype=bool)
+        modular[self.unbounded] = True
+        if self.turns is not None:
+            modular[self.turns] = True
+        self.turn_limits = tuple((i, int(moved[i]), float(model.lower_limits[moved[i]]),
+                                  float(model.upper_limits[moved[i]]))
+                                 for i in np.flatnonzero(modular).tolist())
         for array in (self.basis, self.clip_lower, self.clip_upper, self.frame_placement,
                       self.periodic, self.unbounded, self.turning):
             array.setflags(write=False)

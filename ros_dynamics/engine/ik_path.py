@@ -17,7 +17,7 @@ tolerances and no joint moves more than ``max_joint_step`` between consecutive p
 jump means the arm would have to change branch (pass a singularity or a limit), and the path
 fails naming the first pose where that happens, with the poses before it solved.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 import time
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
-from .ik_answers import joint_bounds, seed_result
+from .ik_answers import joint_bounds, seed_in_a_turn, seed_result
 from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
@@ -84,12 +84,51 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
         raise ShapeError(f'q_seed: expected shape ({model.nq},), got {q_seed.shape}')
     chain = solver.chain(tip_frame)
     active = active_mask(model, chain, active_joints)
-    family = solver._family(chain, q_seed, active)
-    held = solver._held_joints(chain) if family is None and active is None else None
     T_root = T
     if chain.root_body:
         T_world_root = kinematics.forward_kinematics(model, q_seed).T_world_body[chain.root_body]
         T_root = inverse_transform(T_world_root) @ T
+    tolerances = (position_tolerance, orientation_tolerance)
+    turned = seed_in_a_turn(chain, q_seed, active)
+    if turned is None:
+        return _solved(solver, chain, T, T_root, q_seed, active, active_joints, tolerances,
+                       step, deadline)
+    wrapped, index = turned
+    result = _solved(solver, chain, T, T_root, wrapped, active, active_joints, tolerances,
+                     step, deadline)
+    return _turned_back(result, chain, q_seed, wrapped, index, T_root, tolerances)
+
+
+def _turned_back(result, chain, q_seed, wrapped, index, T, tolerances):
+    """``result`` of a path from ``wrapped`` (:func:`~ros_dynamics.engine.ik_answers.
+    seed_in_a_turn` of ``q_seed``, which brought the angles ``index`` within half a turn of
+    zero) moved back by the turns between the two, each solved pose checked again against
+    ``T`` (N, 4, 4, the chain's root frame): the move rounds the angles to the spacing of
+    doubles at the seed's size. Where that takes a pose beyond the ``tolerances``, the whole
+    path stays within a turn of zero (the same motion of the arm), and the message says so.
+    """
+    Q = result.q.copy()
+    Q[:, index] = q_seed[index] + (Q[:, index] - wrapped[index])
+    p_err, o_err = _errors(chain, Q[:, chain.moved], T, result.solved)
+    solved = slice(0, result.solved)
+    if (p_err[solved] <= tolerances[0]).all() and (o_err[solved] <= tolerances[1]).all():
+        return replace(result, q=Q, position_error=p_err, orientation_error=o_err)
+    size = float(np.abs(q_seed[index]).max())
+    return replace(result, message=f'{result.message}; within a turn of zero, not of the '
+                   f'seed: a double holds an angle of {size:.3g} rad only to '
+                   f'{math.ulp(size):.2g} rad')
+
+
+def _solved(solver, chain, T, T_root, q_seed, active, active_joints, tolerances, step,
+            deadline):
+    """:func:`solve_path` of a checked request: the world's targets ``T`` and the chain's
+    root frame's ``T_root`` (N, 4, 4), ``q_seed`` (nq,) with its unbounded angles within
+    half a turn of zero.
+    """
+    model, tip_frame = solver.model, chain.frame
+    position_tolerance, orientation_tolerance = tolerances
+    family = solver._family(chain, q_seed, active)
+    held = solver._held_joints(chain) if family is None and active is None else None
     if family is None and held is None:
         start = _batched(model, chain, T_root, q_seed, None, active, position_tolerance,
                          orientation_tolerance, step, deadline)

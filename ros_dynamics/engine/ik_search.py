@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg.lapack import dposv
 
+from .ik_chain import turn_into_limits
 from .rotations import log_so3
 
 # The damping's floor: below the Jacobian's smallest squared singular value next to a
@@ -208,14 +209,14 @@ class Search:
         self.T_target = T_target
         self.q_seed = q_seed
         self.inactive = None if active is None or active.all() else ~active
-        #: Indices in ``q`` of the joints the search moves whose angle is unbounded: moved by
-        #: whole turns toward the seed (None: there are none; the others keep the seed's
-        #: values bit for bit).
-        periodic = chain.periodic
-        if self.inactive is not None:
-            periodic = periodic.copy()
-            periodic[chain.moved[self.inactive]] = False
-        self.periodic = np.flatnonzero(periodic) if periodic.any() else None
+        #: ``(j, seed, lower, upper)`` of each joint ``j`` (index in ``q``) the search moves whose
+        #: angle counts modulo a turn (:attr:`~ros_dynamics.engine.ik_chain.Chain.turn_limits`):
+        #: a solution's is moved by the whole turns nearest the seed inside its limits
+        #: (:func:`~ros_dynamics.engine.ik_chain.turn_into_limits`); the other joints keep the
+        #: seed's values bit for bit.
+        self.turned = [(j, float(q_seed[j]), lower, upper)
+                       for i, j, lower, upper in chain.turn_limits
+                       if self.inactive is None or not self.inactive[i]]
         self.tol2 = np.array([p_tol ** 2, np.inf if position_only else o_tol ** 2])
         self.w = w
         # (6, 3): squared errors of a row times this give |dp|^2, |dtheta|^2 and the cost.
@@ -280,29 +281,17 @@ class Search:
         """:meth:`q` and which configurations (...) a clip into the limits moved."""
         q = np.empty(x.shape[:-1] + self.q_seed.shape)
         q[...] = self.q_seed
-        clipped = np.zeros(x.shape[:-1], dtype=bool)
-        turns = self.chain.turns
-        if turns is not None:
-            x = x.copy()
-            seed = self.q_seed[self.active[turns]]
-            near = seed + (x[..., turns] - seed + np.pi) % _TWO_PI - np.pi
-            lower, upper = self.chain.lower[turns], self.chain.upper[turns]
-            outside = (near < lower - _EDGE) | (near > upper + _EDGE)
-            if outside.any():        # the turn inside the limits nearest the seed instead
-                raw = x[..., turns]
-                k = np.minimum(np.maximum(np.round((seed - raw) / _TWO_PI),
-                                          np.ceil((lower - _EDGE - raw) / _TWO_PI)),
-                               np.floor((upper + _EDGE - raw) / _TWO_PI))
-                near = np.where(outside, raw + k * _TWO_PI, near)
-            inside = (near >= lower - _EDGE) & (near <= upper + _EDGE)
-            if self.inactive is not None:    # a held joint keeps the seed's value as it is
-                inside &= ~self.inactive[turns]
-            kept = np.clip(near, lower, upper)
-            clipped = (inside & (kept != near)).any(axis=-1)
-            x[..., turns] = np.where(inside, kept, x[..., turns])
         q[..., self.active] = x
-        if self.periodic is not None:
-            _near_seed(q, self.q_seed, self.periodic)
+        clipped = np.zeros(x.shape[:-1], dtype=bool)
+        if self.turned:
+            rows, flags = q.reshape(-1, q.shape[-1]), clipped.reshape(-1)
+            for r, row in enumerate(rows.tolist()):
+                for j, seed, lower, upper in self.turned:
+                    v = turn_into_limits(row[j], seed, lower, upper, _EDGE)
+                    if v is not None:
+                        kept = min(max(v, lower), upper)
+                        flags[r] |= kept != v
+                        rows[r, j] = kept
         return q, clipped
 
     def best(self):
@@ -563,15 +552,6 @@ def damped_step(JT, e, cost, pull=None):
     if pull is not None:
         rhs += pull_weight(cost)[..., None] * pull
     return np.linalg.solve(A, rhs[..., None])[..., 0]
-
-
-def _near_seed(q, q_seed, periodic):
-    """Joints whose angle is unbounded (``periodic``) of ``q`` (..., nq) moved by whole turns
-    to the angle nearest the seed, in place.
-    """
-    d = q[..., periodic] - q_seed[periodic]
-    q[..., periodic] = q_seed[periodic] + (d + np.pi) % _TWO_PI - np.pi
-    return q
 
 
 def _add_solution(found, q, p_err, o_err):
