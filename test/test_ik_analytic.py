@@ -1402,7 +1402,8 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     """The same arm to its wrist (ten joints): holding the elbow and the wrist would leave that
     continuum (every answer fell to the search); holding the joints nearest the root -- the
     waist and the shoulder's first -- leaves a spherical wrist, which answers most targets in
-    closed form.
+    closed form, asked for several solutions. Asked for one, with four joints to guess, the
+    search answers (``ik.MOST_GUESSED``).
     """
     arm = Arm(erd(HUMANOID), 'r_wrist')
     solver, model = arm.solver, arm.model
@@ -1412,9 +1413,12 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     for _ in range(40):
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         T = arm.pose(q_true)
-        result = solver.solve('r_wrist', T, seed, timeout=1.0)
+        result = solver.solve('r_wrist', T, seed, timeout=1.0, max_solutions=4)
         assert result.success
         analytic += result.method.startswith('analytic')
+        one = solver.solve('r_wrist', T, seed, timeout=1.0)
+        assert one.success and not one.method.startswith('analytic'), one.method
+        assert_solves(arm, one.q, T, 1e-5)
         for q in result.solutions:
             assert_solves(arm, q, T, 1e-5)
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
