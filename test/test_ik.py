@@ -2,6 +2,7 @@
 position-only mode; honest failures; closed-form planar IK as a reference.
 """
 import math
+import re
 import time
 import warnings
 
@@ -264,6 +265,61 @@ def test_huge_seeds_on_continuous_joints_get_answers_checked_where_they_are_retu
                             np.all(np.abs(result.q[rolls]) <= 2 * np.pi)
                     if size == 1e100:
                         assert 'within a turn of zero' in result.message
+
+
+def test_huge_seeds_on_joints_limited_only_by_huge_limits_are_treated_as_unbounded(tmp_path):
+    """The UR5 with its shoulder pan and last wrist joint "unlimited" as +-1e16 rad (a URDF
+    convention), seeded 1000.3, -1e9 and 1e12 rad there: as for continuous joints, the solve
+    and the path work within a turn of zero and move the answer back, checked again. Every
+    configuration reaches the target on Pinocchio inside the limits; at 1e12 rad the answer
+    stays within a turn of zero and says so -- it used to come back next to the seed,
+    success=True with the tip 1.2e-5 m and 2.1e-5 rad off, and the path was refused as
+    "clipped into the joint limits".
+    """
+    text = open(erd(UR5)).read()
+    for joint in ('shoulder_pan_joint', 'wrist_3_joint'):
+        text = re.sub(rf'(<joint name="{joint}".*?<limit[^>]*?lower=")[^"]*("[^>]*?upper=")[^"]*"',
+                      r'\g<1>-1e16\g<2>1e16"', text, flags=re.S)
+    path = tmp_path / 'ur5_unlimited.urdf'
+    path.write_text(text)
+    arm = Arm(str(path), 'tool0')
+    model, solver = arm.model, arm.solver
+    wide = [model.joint_index('shoulder_pan_joint'), model.joint_index('wrist_3_joint')]
+    assert np.all(model.upper_limits[wide] == 1e16)
+    solver.prepare('tool0')
+    rng = np.random.default_rng(23)
+    tol = 1e-5
+    zero = 0
+
+    def reaches(q, T):
+        T_q = arm.pose(q)
+        assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= tol * (1 + 1e-6)
+        assert np.linalg.norm(log_so3(T[:3, :3] @ T_q[:3, :3].T)) <= tol * (1 + 1e-6)
+        assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+
+    for size in (1000.3, -1e9, 1e12):
+        for _ in range(3):
+            q_true = arm.random_q(rng)
+            q_true[wide] = rng.uniform(-np.pi, np.pi, 2)
+            T = arm.pose(q_true)
+            seed = q_true.copy()
+            seed[wide] = size
+            for options in ({}, {'weights': np.ones(6)}, {'max_solutions': 8}):
+                result = solver.solve('tool0', T, seed, rng=0, timeout=0.5, **options)
+                assert result.success, result.message
+                for q in [result.q] + result.solutions:
+                    reaches(q, T)
+                near = np.abs(result.q[wide] - seed[wide]).max() <= np.pi
+                assert near or size == 1e12 and 'within a turn of zero' in result.message
+                zero += not near
+            line = solver.solve_path('tool0', np.array([T, T]), seed)
+            assert line.success, line.message
+            for q in line.q:
+                reaches(q, T)
+            near = np.abs(line.q[0, wide] - seed[wide]).max() <= np.pi
+            assert near or size == 1e12 and 'within a turn of zero' in line.message
+            zero += not near
+    assert zero >= 3                 # 1e12 rad moved back missed the tolerance that often
 
 
 def _mimic_arm(path, multiplier):

@@ -1402,8 +1402,7 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     """The same arm to its wrist (ten joints): holding the elbow and the wrist would leave that
     continuum (every answer fell to the search); holding the joints nearest the root -- the
     waist and the shoulder's first -- leaves a spherical wrist, which answers most targets in
-    closed form, asked for several solutions. Asked for one, with four joints to guess, the
-    search answers (``ik.MOST_GUESSED``).
+    closed form.
     """
     arm = Arm(erd(HUMANOID), 'r_wrist')
     solver, model = arm.solver, arm.model
@@ -1413,12 +1412,9 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     for _ in range(40):
         q_true, seed = arm.random_q(rng), arm.random_q(rng)
         T = arm.pose(q_true)
-        result = solver.solve('r_wrist', T, seed, timeout=1.0, max_solutions=4)
+        result = solver.solve('r_wrist', T, seed, timeout=1.0)
         assert result.success
         analytic += result.method.startswith('analytic')
-        one = solver.solve('r_wrist', T, seed, timeout=1.0)
-        assert one.success and not one.method.startswith('analytic'), one.method
-        assert_solves(arm, one.q, T, 1e-5)
         for q in result.solutions:
             assert_solves(arm, q, T, 1e-5)
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
@@ -1427,6 +1423,44 @@ def test_the_humanoids_arm_on_its_waist_holds_the_waist_not_the_forearm():
     assert names == ['WAIST_P', 'WAIST_R', 'CHEST', 'RARM_SHOULDER_P']
     print(f'{analytic} of 40 in closed form')
     assert analytic >= 24
+
+
+def test_prepare_measures_whether_one_answer_of_held_joints_pays():
+    """With two or more joints held, :meth:`IKSolver.prepare` solves random targets with and
+    without the closed form and keeps it for one answer unless the search alone takes at most
+    ``ik.HELD_MARGIN`` of the time: TIAGo's arm (its sliding torso and first joint held; the
+    closed form 1.2-1.5 times as fast) keeps it; Panda's (one held) is not measured. Where it
+    is not kept -- set here, as iCub's arm on its torso measures (0.59-0.76) -- one answer is
+    the search's, several still the closed form's, each checked with Pinocchio inside the
+    limits.
+    """
+    tiago = Arm(erd(TIAGO), 'arm_tool_link')
+    tiago.solver.prepare('arm_tool_link')
+    assert tiago.solver._held_for_one['arm_tool_link'] is True
+    panda = Arm(erd(PANDA), 'panda_hand')
+    panda.solver.prepare('panda_hand')
+    assert 'panda_hand' not in panda.solver._held_for_one
+    arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_hand')
+    solver, model = arm.solver, arm.model
+    solver.prepare('l_hand')
+    solver._held_for_one['l_hand'] = False
+    rng = np.random.default_rng(33)
+    seed = model.middle_configuration()
+    closed = 0
+    for _ in range(30):
+        q = model.middle_configuration()
+        chain = solver.chain('l_hand')
+        q[chain.moved] = rng.uniform(chain.lower, chain.upper)
+        T = arm.pose(q)
+        one = solver.solve('l_hand', T, seed, timeout=1.0)
+        several = solver.solve('l_hand', T, seed, timeout=1.0, max_solutions=4)
+        assert one.success and several.success
+        assert one.method == 'numerical', one.method
+        closed += several.method.startswith('analytic spherical_wrist')
+        for q in [one.q] + several.solutions:
+            assert_solves(arm, q, T, 1e-5)
+            assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
+    assert closed >= 15
 
 
 def test_where_several_sixes_fit_the_joints_nearest_the_root_are_held():

@@ -164,9 +164,9 @@ def test_a_shoulder_after_other_held_joints(relative, tip, joint, answered):
     the other held joints at a configuration's values, its intervals are where the six reach
     that configuration's pose; 200 random targets from a mid-range seed are answered, on
     Pinocchio's pose inside the limits, and more of them in closed form than by the
-    neighbours' values alone (about 120 and 85 of 200: 607 and 424 of 1,000). iCub's four
-    held joints are more than one answer guesses (``ik.MOST_GUESSED``): the search answers it,
-    and its closed form is called here directly.
+    neighbours' values alone (about 120 and 85 of 200: 607 and 424 of 1,000) -- the closed
+    form called directly: where :meth:`IKSolver.prepare` measures the search alone faster
+    (iCub's arm), one answer is the search's.
     """
     arm = Arm(erd(relative), tip)
     table = arm.solver.prepare(tip)
@@ -195,5 +195,4 @@ def test_a_shoulder_after_other_held_joints(relative, tip, joint, answered):
             assert np.all(answer.q >= model.lower_limits)
             assert np.all(answer.q <= model.upper_limits)
         closed += found is not None
-        assert ('held' in result.method) == (found is not None and relative == ROMEO)
     assert closed >= answered

@@ -75,6 +75,9 @@ class IKSolver:
         self._pairs: dict[str, Optional[ik_pairs.PairedAxes]] = {}
         #: Per frame, how long held joints' wider batched call took (several solutions).
         self._wide_calls: dict[str, LastDuration] = {}
+        #: Per frame of held joints, whether one answer comes from their closed form, as
+        #: :meth:`prepare` measured (absent: it does).
+        self._held_for_one: dict[str, bool] = {}
 
     def chain(self, frame: str) -> Chain:
         """The chain of ``frame`` (built once, then kept)."""
@@ -119,7 +122,11 @@ class IKSolver:
         9-joint arms) that makes most solves about twice as fast and rarely-solved targets
         reliable. Six joints whose axes meet in pairs (:mod:`~ros_dynamics.engine.ik_pairs`)
         are tried on 50 random targets too (10-30 ms more), and kept only where they answer
-        :data:`PAIRED_SHARE` of them. ``rng``: seed or generator of the samples.
+        :data:`PAIRED_SHARE` of them; a chain with a closed form once two or more of its
+        joints are held (:mod:`~ros_dynamics.engine.ik_held`) solves :data:`HELD_TARGETS`
+        random targets with it and without it (80-100 ms more), and one answer goes without it
+        where that takes at most :data:`HELD_MARGIN` of the time. ``rng``: seed or generator of
+        the samples and targets.
         """
         if not (isinstance(samples, (int, np.integer)) and 1 <= samples <= MAX_SEED_SAMPLES):
             raise InvalidInputError(f'samples: expected a whole number in 1..{MAX_SEED_SAMPLES}, '
@@ -137,7 +144,30 @@ class IKSolver:
         with self._lock:
             self._tables[name] = table
             self._pairs[name] = pairs
+            self._held_for_one.pop(name, None)
+        held = self._held_joints(chain)
+        if held is not None and len(held.held) > 1:
+            closed = self._held_pays(chain, generator)
+            with self._lock:
+                self._held_for_one[name] = closed
         return table
+
+    def _held_pays(self, chain, rng):
+        """Whether one answer of ``chain``'s held joints (:mod:`~ros_dynamics.engine.ik_held`)
+        should come from their closed form: unless, over :data:`HELD_TARGETS` random targets
+        (joints drawn by ``rng``, seed mid-range, 1e-5, 5 ms) solved both ways in turns, without
+        it takes at most :data:`HELD_MARGIN` of the time.
+        """
+        X = rng.uniform(chain.lower, chain.upper, size=(HELD_TARGETS, len(chain.moved)))
+        q_seed = self.model.middle_configuration()
+        spent = {True: 0.0, False: 0.0}
+        for k, T in enumerate(chain.poses(X)):
+            for closed in (True, False) if k % 2 else (False, True):
+                start = time.perf_counter()
+                self._answer(chain, T, q_seed, None, None, 1e-5, 1e-5, False, None, k,
+                             time.monotonic() + 0.005, closed)
+                spent[closed] += time.perf_counter() - start
+        return spent[False] > HELD_MARGIN * spent[True]
 
     def seed_table(self, frame: str) -> Optional[SeedTable]:
         """The seed table :meth:`prepare` built for ``frame``, or None."""
@@ -184,13 +214,16 @@ class IKSolver:
         wrapped, index = turned
         result = self._answer(chain, T_target, wrapped, w, active, position_tolerance,
                               orientation_tolerance, position_only, max_solutions, rng, deadline)
-        return turned_to_seed(result, chain, q_seed, wrapped, index, T_target,
+        return turned_to_seed(model, result, chain, q_seed, wrapped, index, T_target,
                               position_tolerance,
                               math.inf if position_only else orientation_tolerance)
 
     def _answer(self, chain, T_target, q_seed, w, active, position_tolerance,
-                orientation_tolerance, position_only, max_solutions, rng, deadline):
-        """:meth:`solve` of a checked request, ``T_target`` in the chain's root frame."""
+                orientation_tolerance, position_only, max_solutions, rng, deadline, closed=None):
+        """:meth:`solve` of a checked request, ``T_target`` in the chain's root frame;
+        ``closed``: whether one answer of held joints comes from their closed form (None: as
+        :meth:`prepare` found faster).
+        """
         model, tip_frame = self.model, chain.frame
         handed = None                    # the subproblems' answer at a singularity they left
         result = None                    # the seed's own answer, or the seed table's
@@ -199,7 +232,7 @@ class IKSolver:
             family = self._family(chain, q_seed, active)
             answer, singular = self._closed_form(chain, family, T_target, q_seed, active,
                                                  position_tolerance, orientation_tolerance,
-                                                 max_solutions, deadline)
+                                                 max_solutions, deadline, closed)
             if answer is not None and not singular:
                 moved = chain.moved
                 if family is None or not family.snapped or unchecked(
@@ -242,11 +275,11 @@ class IKSolver:
                                 (position_tolerance, orientation_tolerance))
 
     def _closed_form(self, chain, family, T_target, q_seed, active, p_tol, o_tol,
-                     max_solutions, deadline):
+                     max_solutions, deadline, closed=None):
         """The analytic answer (six joints of ``family``, the chain's with the joints outside
-        ``active`` held, or None; more joints with the others held -- for one answer, at most
-        :data:`MOST_GUESSED` of them or no seed table; for one answer, six whose axes meet in
-        pairs) or None, and whether the target is at a singularity whose
+        ``active`` held, or None; more joints with the others held -- for one answer, unless
+        ``closed`` is False, or when None :meth:`prepare` found that slower; for one answer,
+        six whose axes meet in pairs) or None, and whether the target is at a singularity whose
         continuum's point nearest the seed it did not find (:func:`analytic_result`).
         """
         if family is not None:
@@ -255,8 +288,10 @@ class IKSolver:
         if active is not None:
             return None, False
         held = self._held_joints(chain)
-        if held is not None and (len(held.held) <= MOST_GUESSED or (max_solutions or 1) > 1 or
-                                 self.seed_table(chain.frame) is None):
+        if held is not None and closed is None:
+            with self._lock:
+                closed = self._held_for_one.get(chain.frame, True)
+        if held is not None and (closed or (max_solutions or 1) > 1):
             with self._lock:
                 wide_call = self._wide_calls.setdefault(chain.frame, LastDuration())
             return held_result(self.model, chain, held, self.seed_table(chain.frame), T_target,
@@ -285,17 +320,18 @@ class IKSolver:
         return solve_path(self, tip_frame, T_targets, q_seed, **options)
 
 
-#: Most held joints (:mod:`~ros_dynamics.engine.ik_held`) whose values one answer guesses from
-#: the seed table's neighbours; with more, one answer comes from the numerical search, which
-#: starts from the same neighbours but moves every joint, and the closed form answers several
-#: solutions and paths. Each held value guessed is one more that must leave the six reaching
-#: the target inside their limits: iCub's arms on their torsos (four held, tight wrists) took
-#: 7-12 tries per target answered, and the search alone took 0.59-0.77 of the time (50 random
-#: targets, mid-range seeds, eight seed tables; 0.82 of the median over 400). Elsewhere it
-#: costs at most about 5 %: the simple humanoid's arm on its waist (four held) 0.88-1.03,
-#: the human model's arm (seven) 0.89-1.15; with three or fewer held the closed form is the
-#: faster, 0.84-1.22 on Romeo's arm, 1.03-1.18 on TALOS's, 1.36-1.79 on Panda.
-MOST_GUESSED = 3
+#: Random targets :meth:`IKSolver.prepare` solves with and without the held joints' closed
+#: form (:meth:`IKSolver._held_pays`; two or more held), and the share of the closed form's
+#: time below which one answer goes without it. Where the held values guessed from the seed
+#: table's neighbours miss often -- iCub's arm on its torso, four held and tight wrists, 7-12
+#: tries per target answered at 45 us each -- the search alone took 0.59-0.76 of the time
+#: (120 targets, eight seed tables; 0.82 of the median over 400); the human model's and the
+#: simple humanoid's arms on their waists 0.87-1.23 (its forearm 1.10-1.70), Romeo's
+#: 0.87-1.17, TALOS's 1.00-1.19, TIAGo's 1.22-1.47. With 40 targets these spread too far
+#: (iCub's 0.57-0.93, Romeo's 0.75-1.28); a fixed rule of four or more held joints cost the
+#: human model's forearm 50 % on the mean. One held joint is not measured: its closed form is
+#: the faster by far (Panda's 1.36-1.79, xArm7's 1.23-1.54).
+HELD_TARGETS, HELD_MARGIN = 120, 0.8
 
 #: Share of random targets (:func:`~ros_dynamics.engine.ik_answers.paired_share`) the search
 #: over one angle must answer for :meth:`IKSolver.prepare` to keep it for a chain: one that

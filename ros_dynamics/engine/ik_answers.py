@@ -1018,24 +1018,21 @@ def seed_in_a_turn(chain, q_seed, active):
     return wrapped, index
 
 
-def turned_to_seed(result, chain, q_seed, wrapped, index, T_target, p_tol, o_tol):
+def turned_to_seed(model, result, chain, q_seed, wrapped, index, T_target, p_tol, o_tol):
     """``result`` of a solve from ``wrapped`` (:func:`seed_in_a_turn` of ``q_seed``, which
     brought the angles ``index``) with its configurations moved back by the turns between
-    the two, its errors those of ``q`` there. That move rounds the angles to the spacing of
-    doubles at the seed's size, so each configuration is checked again on the chain: a
-    solution the rounding takes beyond the tolerances (``o_tol`` infinite: position only)
-    stays within a turn of zero, and the message says so (for ``q``, all of them do).
+    the two (:func:`moved_back`), its errors those of ``q`` there. That move rounds the angles
+    to the spacing of doubles at the seed's size, so each configuration is checked again on
+    the chain: a solution the move takes beyond the tolerances (``o_tol`` infinite: position
+    only) or the limits stays within a turn of zero, and the message says so (for ``q``, all
+    of them do).
     """
-    moved = chain.moved
     configurations = [result.q] + list(result.solutions)
-    Q = np.array(configurations)
-    Q[:, index] = q_seed[index] + (Q[:, index] - wrapped[index])
-    p_err, o_err = error_norms(chain.poses(Q[:, moved]),
+    Q, inside = moved_back(model, np.array(configurations), q_seed, wrapped, index)
+    p_err, o_err = error_norms(chain.poses(Q[:, chain.moved]),
                                np.broadcast_to(T_target, (len(Q), 4, 4)))
-    within = (p_err <= p_tol) & (o_err <= o_tol)
-    size = float(np.abs(q_seed[index]).max())
-    why = (f'within a turn of zero, not of the seed: a double holds an angle of {size:.3g} '
-           f'rad only to {math.ulp(size):.2g} rad')
+    within = (p_err <= p_tol) & (o_err <= o_tol) & inside
+    why = near_zero(model, q_seed, index, Q[~within])
     if result.success and not within[0]:
         return replace(result, message=f'{result.message}; {why}')
     solutions = [turned if ok else q for q, turned, ok in
@@ -1045,6 +1042,35 @@ def turned_to_seed(result, chain, q_seed, wrapped, index, T_target, p_tol, o_tol
         message += f'; {np.count_nonzero(~within[1:])} of the solutions {why}'
     return replace(result, q=Q[0], position_error=float(p_err[0]),
                    orientation_error=float(o_err[0]), solutions=solutions, message=message)
+
+
+def moved_back(model, Q, q_seed, wrapped, index):
+    """Configurations ``Q`` (k, nq) of a solve from ``wrapped`` (:func:`seed_in_a_turn` of
+    ``q_seed``, which brought the angles ``index``) moved back by the turns between the two
+    -- one turn less where that passes a limit (:data:`~ros_dynamics.engine.ik_chain.
+    UNLIMITED` or farther; a seed within half a turn of it) -- and whether each is then
+    inside the limits (k,). The move rounds the angles to the spacing of doubles at the
+    seed's size: the caller checks the poses again.
+    """
+    Q = Q.copy()
+    lower, upper = model.lower_limits[index], model.upper_limits[index]
+    X = q_seed[index] + (Q[:, index] - wrapped[index])
+    X += _TURN * ((X < lower).astype(float) - (X > upper))
+    Q[:, index] = X
+    return Q, ((X >= lower) & (X <= upper)).all(axis=1)
+
+
+def near_zero(model, q_seed, index, missed):
+    """Why configurations stay within a turn of zero, not of the seed ``q_seed`` whose angles
+    ``index`` were brought there: ``missed`` (k, nq), those :func:`moved_back` moved back and
+    found beyond the tolerances or the limits.
+    """
+    if ((missed[:, index] < model.lower_limits[index]) |
+            (missed[:, index] > model.upper_limits[index])).any():
+        return 'within a turn of zero, not of the seed: its turn there is past a joint limit'
+    size = float(np.abs(q_seed[index]).max())
+    return (f'within a turn of zero, not of the seed: a double holds an angle of {size:.3g} '
+            f'rad only to {math.ulp(size):.2g} rad')
 
 
 def _errors_one(T, T_target):

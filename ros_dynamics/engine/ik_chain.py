@@ -21,6 +21,13 @@ _INF = math.inf
 #: A solution this far [rad or m] outside a joint limit is inside after rounding (a whole turn
 #: added to an angle at the limit) and is clipped in.
 LIMIT_SLACK = 1e-9
+#: [rad] A turning joint whose limits are this far from zero or farther on both sides (URDFs
+#: write "unlimited" as 1e16) is unbounded for the IK: its seed's angle is solved within a turn
+#: of zero and the answer moved back -- a double holds an angle of 1e12 rad only to 1.2e-4,
+#: and a seed of 1e12 on such a joint was answered success=True with the tip 1.2e-5 off, of
+#: 1e15 1 cm off -- and its random starting points come from one turn. Real multi-turn joints
+#: have at most hundreds of turns; at 1e6 rad a double holds the angle to 1.2e-10.
+UNLIMITED = 1e6
 #: A closed-form solution this far [rad] past a limit is clipped in when the chain confirms it
 #: within the tolerances (one solve: where none is inside, and not a snapped geometry's, whose
 #: candidates are polished only to the tolerance; a path: always): a subproblem at a
@@ -124,9 +131,13 @@ class Chain:
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
         self.clip_upper = np.array(model.upper_limits[moved])
+        #: Turning joints whose limits are :data:`UNLIMITED` or farther on both sides: for
+        #: the IK, unbounded.
+        unlimited = self.turning & (model.lower_limits[moved] <= -UNLIMITED) & \
+            (model.upper_limits[moved] >= UNLIMITED)
         #: ... and the range random starting points are drawn from (unbounded joints: a turn).
-        self.lower = model.sampling_lower[moved]
-        self.upper = model.sampling_upper[moved]
+        self.lower = np.where(unlimited, -np.pi, model.sampling_lower[moved])
+        self.upper = np.where(unlimited, np.pi, model.sampling_upper[moved])
         #: Moved joints whose position counts only modulo a turn inside limits a turn or more
         #: apart (angles, not driving mimic joints): iterates may wrap across those limits.
         turns = (self.upper - self.lower >= _TWO_PI - 1e-9) & np.isfinite(self.clip_lower)
@@ -134,10 +145,11 @@ class Chain:
         self.turns = np.flatnonzero(turns) if turns.any() else None
         self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
         self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
-        #: Joints (nq,) of :attr:`moved` whose angle is unbounded and :attr:`turning`:
-        #: solutions move them by whole turns toward the seed (no joint outside the chain).
+        #: Joints (nq,) of :attr:`moved` whose angle is unbounded (or limited only by
+        #: :data:`UNLIMITED`) and :attr:`turning`: solutions move them by whole turns toward the
+        #: seed (no joint outside the chain).
         self.periodic = np.zeros(model.nq, dtype=bool)
-        self.periodic[moved] = self.turning & np.isinf(model.lower_limits[moved])
+        self.periodic[moved] = unlimited
         #: Indices into :attr:`moved` of those joints.
         self.unbounded = np.flatnonzero(self.periodic[moved])
         #: ``(i, j, lower, upper)`` of each joint whose angle counts modulo a turn -- one of

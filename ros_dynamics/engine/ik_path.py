@@ -25,7 +25,7 @@ import numpy as np
 
 from . import configuration, ik_analytic, ik_held, kinematics
 from .exceptions import ShapeError
-from .ik_answers import joint_bounds, seed_in_a_turn, seed_result
+from .ik_answers import joint_bounds, moved_back, near_zero, seed_in_a_turn, seed_result
 from .ik_chain import LIMIT_SLACK, TANGENT_SLACK
 from .ik_requests import (
     DEFAULT_MAX_JOINT_STEP,
@@ -96,27 +96,27 @@ def solve_path(solver, tip_frame, T_targets, q_seed=None, *, position_tolerance=
     wrapped, index = turned
     result = _solved(solver, chain, T, T_root, wrapped, active, active_joints, tolerances,
                      step, deadline)
-    return _turned_back(result, chain, q_seed, wrapped, index, T_root, tolerances)
+    return _turned_back(model, result, chain, q_seed, wrapped, index, T_root, tolerances)
 
 
-def _turned_back(result, chain, q_seed, wrapped, index, T, tolerances):
+def _turned_back(model, result, chain, q_seed, wrapped, index, T, tolerances):
     """``result`` of a path from ``wrapped`` (:func:`~ros_dynamics.engine.ik_answers.
     seed_in_a_turn` of ``q_seed``, which brought the angles ``index`` within half a turn of
-    zero) moved back by the turns between the two, each solved pose checked again against
-    ``T`` (N, 4, 4, the chain's root frame): the move rounds the angles to the spacing of
-    doubles at the seed's size. Where that takes a pose beyond the ``tolerances``, the whole
-    path stays within a turn of zero (the same motion of the arm), and the message says so.
+    zero) moved back by the turns between the two (:func:`~ros_dynamics.engine.ik_answers.
+    moved_back`), each solved pose checked again against ``T`` (N, 4, 4, the chain's root
+    frame): the move rounds the angles to the spacing of doubles at the seed's size. Where
+    that takes a pose beyond the ``tolerances`` or the limits, the whole path stays within a
+    turn of zero (the same motion of the arm), and the message says so.
     """
-    Q = result.q.copy()
-    Q[:, index] = q_seed[index] + (Q[:, index] - wrapped[index])
+    Q, inside = moved_back(model, result.q, q_seed, wrapped, index)
     p_err, o_err = _errors(chain, Q[:, chain.moved], T, result.solved)
     solved = slice(0, result.solved)
-    if (p_err[solved] <= tolerances[0]).all() and (o_err[solved] <= tolerances[1]).all():
+    within = (p_err[solved] <= tolerances[0]) & (o_err[solved] <= tolerances[1]) & \
+        inside[solved]
+    if within.all():
         return replace(result, q=Q, position_error=p_err, orientation_error=o_err)
-    size = float(np.abs(q_seed[index]).max())
-    return replace(result, message=f'{result.message}; within a turn of zero, not of the '
-                   f'seed: a double holds an angle of {size:.3g} rad only to '
-                   f'{math.ulp(size):.2g} rad')
+    why = near_zero(model, q_seed, index, Q[solved][~within])
+    return replace(result, message=f'{result.message}; {why}')
 
 
 def _solved(solver, chain, T, T_root, q_seed, active, active_joints, tolerances, step,
