@@ -376,6 +376,46 @@ def test_a_continuous_joint_driving_a_mimic_joint_turns_only_where_the_pose_stay
                             1e-5 * (1 + 1e-6)
 
 
+def test_a_joint_driving_a_finger_at_half_its_angle_is_not_turned_by_whole_turns(tmp_path):
+    """The arm above without its mimic joint, j6 limited to +-6.5 rad (more than a turn) and
+    driving a finger off the chain at half its angle: a whole turn of j6 keeps the tip but
+    turns the finger by half a turn, so neither the closed forms (``Chain.turning``) nor the
+    search (``Chain.turns``, which it wraps across the limits and moves toward the seed) turn
+    it; answers from seeds a turn away reach the target on Pinocchio inside the limits.
+    """
+    text = open(_mimic_arm(tmp_path / 'arm.urdf', 1.0)).read()
+    text = re.sub(r'<mimic joint="j2"[^>]*/>', '', text)
+    text = re.sub(r'(<joint name="j6".*?<limit )lower="-3" upper="3"',
+                  r'\1lower="-6.5" upper="6.5"', text, flags=re.S)
+    finger = ('<link name="finger"><inertial><mass value="0.1"/><inertia ixx="0.001" iyy="0.001" '
+              'izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="f" '
+              'type="revolute"><parent link="l6"/><child link="finger"/><origin xyz="0 0.05 0"/>'
+              '<axis xyz="0 0 1"/><limit lower="-4" upper="4" effort="1" velocity="1"/>'
+              '<mimic joint="j6" multiplier="0.5"/></joint>')
+    path = tmp_path / 'finger_arm.urdf'
+    path.write_text(text.replace('</robot>', finger + '</robot>'))
+    arm = Arm(str(path), 'tool')
+    chain = arm.solver.chain('tool')
+    j6 = list(chain.moved).index(arm.model.joint_index('j6'))
+    assert not chain.mimic and not chain.turning[j6]
+    assert chain.turns is None or j6 not in chain.turns
+    assert all(i != j6 for i, *_ in chain.turn_limits)
+    rng = np.random.default_rng(29)
+    for i in range(6):
+        q = arm.random_q(rng)
+        q[chain.moved[j6]] = rng.uniform(-3.0, 3.0)
+        T = arm.pose(q)
+        seed = q.copy()
+        seed[chain.moved[j6]] += 2 * np.pi if q[chain.moved[j6]] < 0 else -2 * np.pi
+        for options in ({}, {'weights': np.ones(6)}):
+            result = arm.solver.solve('tool', T, seed, rng=i, timeout=0.5, **options)
+            assert result.success, result.message
+            T_found = arm.pose(result.q)
+            assert np.linalg.norm(T_found[:3, 3] - T[:3, 3]) <= 1e-5 * (1 + 1e-6)
+            assert np.all(result.q >= arm.model.lower_limits)
+            assert np.all(result.q <= arm.model.upper_limits)
+
+
 def test_joints_a_solve_does_not_move_keep_the_seeds_values_bit_for_bit():
     """PR2's right wrist roll (outside the left arm's chain) and its left one held by
     ``active_joints``, both continuous, seeded -0.0: the search's move of unbounded angles

@@ -139,9 +139,10 @@ class Chain:
         self.lower = np.where(unlimited, -np.pi, model.sampling_lower[moved])
         self.upper = np.where(unlimited, np.pi, model.sampling_upper[moved])
         #: Moved joints whose position counts only modulo a turn inside limits a turn or more
-        #: apart (angles, not driving mimic joints): iterates may wrap across those limits.
+        #: apart (:attr:`turning`, in a chain without mimic joints): iterates may wrap across
+        #: those limits.
         turns = (self.upper - self.lower >= _TWO_PI - 1e-9) & np.isfinite(self.clip_lower)
-        turns &= model.angular_joints[moved] if not self.mimic else False
+        turns &= self.turning if not self.mimic else False
         self.turns = np.flatnonzero(turns) if turns.any() else None
         self.clip_lower[turns], self.clip_upper[turns] = -np.inf, np.inf   # wrapped instead
         self.turn_middle = 0.5 * (self.lower[turns] + self.upper[turns])
