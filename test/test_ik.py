@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 from pinocchio_reference import Arm
 import pytest
-from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, PR2, TALOS, TREE_URDF, UR5, erd, load
+from robots import BAXTER, COMPARED, DEMO_ARM, PANDA, PR2, TALOS, TIAGO, TREE_URDF, UR5, erd, load
 
 from ros_dynamics.engine import (
     IKSolver,
@@ -267,6 +267,21 @@ def test_huge_seeds_on_continuous_joints_get_answers_checked_where_they_are_retu
                         assert 'within a turn of zero' in result.message
 
 
+def _ur5_wide(directory, limit):
+    """The UR5 (an :class:`Arm` to tool0, written in ``directory``) with its shoulder pan and
+    last wrist joint limited to +-``limit`` rad (a string), and those joints' indices in q.
+    """
+    text = open(erd(UR5)).read()
+    for joint in ('shoulder_pan_joint', 'wrist_3_joint'):
+        text = re.sub(rf'(<joint name="{joint}".*?<limit[^>]*?lower=")[^"]*("[^>]*?upper=")[^"]*"',
+                      rf'\g<1>-{limit}\g<2>{limit}"', text, flags=re.S)
+    path = directory / f'ur5_{limit}.urdf'
+    path.write_text(text)
+    arm = Arm(str(path), 'tool0')
+    return arm, [arm.model.joint_index('shoulder_pan_joint'),
+                 arm.model.joint_index('wrist_3_joint')]
+
+
 def test_huge_seeds_on_joints_limited_only_by_huge_limits_are_treated_as_unbounded(tmp_path):
     """The UR5 with its shoulder pan and last wrist joint "unlimited" as +-1e16 rad (a URDF
     convention), seeded 1000.3, -1e9 and 1e12 rad there: as for continuous joints, the solve
@@ -276,15 +291,8 @@ def test_huge_seeds_on_joints_limited_only_by_huge_limits_are_treated_as_unbound
     success=True with the tip 1.2e-5 m and 2.1e-5 rad off, and the path was refused as
     "clipped into the joint limits".
     """
-    text = open(erd(UR5)).read()
-    for joint in ('shoulder_pan_joint', 'wrist_3_joint'):
-        text = re.sub(rf'(<joint name="{joint}".*?<limit[^>]*?lower=")[^"]*("[^>]*?upper=")[^"]*"',
-                      r'\g<1>-1e16\g<2>1e16"', text, flags=re.S)
-    path = tmp_path / 'ur5_unlimited.urdf'
-    path.write_text(text)
-    arm = Arm(str(path), 'tool0')
+    arm, wide = _ur5_wide(tmp_path, '1e16')
     model, solver = arm.model, arm.solver
-    wide = [model.joint_index('shoulder_pan_joint'), model.joint_index('wrist_3_joint')]
     assert np.all(model.upper_limits[wide] == 1e16)
     solver.prepare('tool0')
     rng = np.random.default_rng(23)
@@ -320,6 +328,34 @@ def test_huge_seeds_on_joints_limited_only_by_huge_limits_are_treated_as_unbound
             assert near or size == 1e12 and 'within a turn of zero' in line.message
             zero += not near
     assert zero >= 3                 # 1e12 rad moved back missed the tolerance that often
+
+
+def test_a_path_from_a_seed_at_a_huge_limit_keeps_every_pose_on_the_same_turn(tmp_path):
+    """The UR5 with its shoulder pan and last wrist joint limited to +-1e6 rad (unbounded for
+    the IK), seeded at those limits: a path is solved within a turn of zero and moved back,
+    a turn less where a pose would pass the limit -- for every pose of the path alike: moved
+    one by one, consecutive poses came back a whole turn apart, success=True with a step of
+    6.2 rad past ``max_joint_step`` 0.3. Each pose checked with Pinocchio inside the limits.
+    """
+    arm, wide = _ur5_wide(tmp_path, '1e6')
+    model = arm.model
+    rng = np.random.default_rng(0)
+    followed = 0
+    for _ in range(40):
+        q = rng.uniform(-3, 3, 6)
+        T = np.array([arm.pose(q + s) for s in np.linspace(0.0, 0.1, 5)])
+        seed = rng.uniform(-3, 3, 6)
+        seed[wide] = 1e6 * rng.choice([-1, 1], 2)
+        result = arm.solver.solve_path('tool0', T, seed, max_joint_step=0.3, timeout=0.3)
+        if not result.success:
+            continue
+        followed += 1
+        steps = np.abs(np.diff(result.q, axis=0)).max()
+        assert steps <= 0.3 + 1e-9 and steps <= result.max_joint_step + 1e-9, steps
+        for q_k, T_k in zip(result.q, T):
+            assert np.abs(arm.pose(q_k) - T_k).max() < 1e-5
+            assert np.all(q_k >= model.lower_limits) and np.all(q_k <= model.upper_limits)
+    assert followed >= 20
 
 
 def _mimic_arm(path, multiplier):
@@ -376,17 +412,20 @@ def test_a_continuous_joint_driving_a_mimic_joint_turns_only_where_the_pose_stay
                             1e-5 * (1 + 1e-6)
 
 
-def test_a_joint_driving_a_finger_at_half_its_angle_is_not_turned_by_whole_turns(tmp_path):
-    """The arm above without its mimic joint, j6 limited to +-6.5 rad (more than a turn) and
-    driving a finger off the chain at half its angle: a whole turn of j6 keeps the tip but
-    turns the finger by half a turn, so neither the closed forms (``Chain.turning``) nor the
-    search (``Chain.turns``, which it wraps across the limits and moves toward the seed) turn
-    it; answers from seeds a turn away reach the target on Pinocchio inside the limits.
+@pytest.mark.parametrize('limit', ['6.5', '1e16'])
+def test_a_joint_driving_a_finger_at_half_its_angle_is_not_turned_by_whole_turns(tmp_path, limit):
+    """The arm above without its mimic joint, j6 limited to +-6.5 rad (more than a turn) or
+    +-1e16 ("unlimited") and driving a finger off the chain at half its angle: a whole turn of
+    j6 keeps the tip but turns the finger by half a turn, so neither the closed forms
+    (``Chain.turning``) nor the search (``Chain.turns``, which it wraps across the limits and
+    moves toward the seed) turn it; answers from seeds a turn away reach the target on
+    Pinocchio inside the limits -- at +-1e16, the search's random starts come from one turn
+    (they came from +-1e16: answers at 9.6e15 rad, the finger's angle known to 1 rad).
     """
     text = open(_mimic_arm(tmp_path / 'arm.urdf', 1.0)).read()
     text = re.sub(r'<mimic joint="j2"[^>]*/>', '', text)
     text = re.sub(r'(<joint name="j6".*?<limit )lower="-3" upper="3"',
-                  r'\1lower="-6.5" upper="6.5"', text, flags=re.S)
+                  rf'\1lower="-{limit}" upper="{limit}"', text, flags=re.S)
     finger = ('<link name="finger"><inertial><mass value="0.1"/><inertia ixx="0.001" iyy="0.001" '
               'izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="f" '
               'type="revolute"><parent link="l6"/><child link="finger"/><origin xyz="0 0.05 0"/>'
@@ -400,6 +439,7 @@ def test_a_joint_driving_a_finger_at_half_its_angle_is_not_turned_by_whole_turns
     assert not chain.mimic and not chain.turning[j6]
     assert chain.turns is None or j6 not in chain.turns
     assert all(i != j6 for i, *_ in chain.turn_limits)
+    assert chain.upper[j6] - chain.lower[j6] <= 13.0
     rng = np.random.default_rng(29)
     for i in range(6):
         q = arm.random_q(rng)
@@ -407,13 +447,32 @@ def test_a_joint_driving_a_finger_at_half_its_angle_is_not_turned_by_whole_turns
         T = arm.pose(q)
         seed = q.copy()
         seed[chain.moved[j6]] += 2 * np.pi if q[chain.moved[j6]] < 0 else -2 * np.pi
-        for options in ({}, {'weights': np.ones(6)}):
+        for options in ({}, {'weights': np.ones(6)}, {'position_only': True}):
             result = arm.solver.solve('tool', T, seed, rng=i, timeout=0.5, **options)
             assert result.success, result.message
             T_found = arm.pose(result.q)
             assert np.linalg.norm(T_found[:3, 3] - T[:3, 3]) <= 1e-5 * (1 + 1e-6)
             assert np.all(result.q >= arm.model.lower_limits)
             assert np.all(result.q <= arm.model.upper_limits)
+            assert abs(result.q[chain.moved[j6]]) < 20.0
+
+
+def test_a_seed_table_of_one_to_three_samples_still_answers():
+    """``prepare`` with 1, 2 and 3 samples (the node allows ``ik.seed_samples`` down to 1) on
+    TIAGo's arm, whose held joints' choice it measures: prepare and solves answer, on Pinocchio
+    (every solve raised IndexError, the table's fourth-nearest sample taken as the measure of
+    near).
+    """
+    arm = Arm(erd(TIAGO), 'arm_tool_link')
+    rng = np.random.default_rng(5)
+    for samples in (1, 2, 3):
+        arm.solver.prepare('arm_tool_link', samples)
+        for _ in range(5):
+            T = arm.pose(arm.random_q(rng))
+            result = arm.solver.solve('arm_tool_link', T, arm.model.middle_configuration(),
+                                      rng=0, timeout=0.5)
+            assert result.success, result.message
+            assert np.abs(arm.pose(result.q) - T).max() < 1e-5
 
 
 def test_joints_a_solve_does_not_move_keep_the_seeds_values_bit_for_bit():

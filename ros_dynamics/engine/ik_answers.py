@@ -483,7 +483,7 @@ def table_result(chain, table, T_target, q_seed, seed_pose, p_tol, o_tol, deadli
     starts, d2 = table.starts(PoseError(T_target), T_target, BATCH - 1, distances=True)
     chain.wrap(starts)
     np.clip(starts, chain.clip_lower, chain.clip_upper, out=starts)
-    if feature_distance2(seed_pose[1], T_target) <= TABLE_NEAR ** 2 * d2[NEAR_RANK - 1] or \
+    if feature_distance2(seed_pose[1], T_target) <= TABLE_NEAR ** 2 * d2[:NEAR_RANK][-1] or \
             deadline - time.monotonic() < TABLE_TIME:
         return None, starts
     limits = (chain.clip_lower, chain.clip_upper)
@@ -1044,18 +1044,22 @@ def turned_to_seed(model, result, chain, q_seed, wrapped, index, T_target, p_tol
                    orientation_error=float(o_err[0]), solutions=solutions, message=message)
 
 
-def moved_back(model, Q, q_seed, wrapped, index):
+def moved_back(model, Q, q_seed, wrapped, index, together=False):
     """Configurations ``Q`` (k, nq) of a solve from ``wrapped`` (:func:`seed_in_a_turn` of
     ``q_seed``, which brought the angles ``index``) moved back by the turns between the two
     -- one turn less where that passes a limit (:data:`~ros_dynamics.engine.ik_chain.
-    UNLIMITED` or farther; a seed within half a turn of it) -- and whether each is then
-    inside the limits (k,). The move rounds the angles to the spacing of doubles at the
-    seed's size: the caller checks the poses again.
+    UNLIMITED` or farther; a seed within half a turn of it), ``together``: in every row where
+    it does in one (a path, which must not jump a turn) -- and whether each is then inside
+    the limits (k,). The move rounds the angles to the spacing of doubles at the seed's size:
+    the caller checks the poses again.
     """
     Q = Q.copy()
     lower, upper = model.lower_limits[index], model.upper_limits[index]
     X = q_seed[index] + (Q[:, index] - wrapped[index])
-    X += _TURN * ((X < lower).astype(float) - (X > upper))
+    under, over = X < lower, X > upper
+    if together:
+        under, over = under.any(axis=0), over.any(axis=0)
+    X += _TURN * (under.astype(float) - over)
     Q[:, index] = X
     return Q, ((X >= lower) & (X <= upper)).all(axis=1)
 

@@ -131,13 +131,15 @@ class Chain:
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
         self.clip_upper = np.array(model.upper_limits[moved])
-        #: Turning joints whose limits are :data:`UNLIMITED` or farther on both sides: for
-        #: the IK, unbounded.
-        unlimited = self.turning & (model.lower_limits[moved] <= -UNLIMITED) & \
+        # Angles whose limits are UNLIMITED or farther on both sides: random starts from a
+        # turn; those that turn (the others drive a mimic joint by part of a turn) are, for the
+        # IK, unbounded.
+        huge = model.angular_joints[moved] & (model.lower_limits[moved] <= -UNLIMITED) & \
             (model.upper_limits[moved] >= UNLIMITED)
+        unlimited = self.turning & huge
         #: ... and the range random starting points are drawn from (unbounded joints: a turn).
-        self.lower = np.where(unlimited, -np.pi, model.sampling_lower[moved])
-        self.upper = np.where(unlimited, np.pi, model.sampling_upper[moved])
+        self.lower = np.where(huge, -np.pi, model.sampling_lower[moved])
+        self.upper = np.where(huge, np.pi, model.sampling_upper[moved])
         #: Moved joints whose position counts only modulo a turn inside limits a turn or more
         #: apart (:attr:`turning`, in a chain without mimic joints): iterates may wrap across
         #: those limits.

@@ -103,12 +103,13 @@ def _turned_back(model, result, chain, q_seed, wrapped, index, T, tolerances):
     """``result`` of a path from ``wrapped`` (:func:`~ros_dynamics.engine.ik_answers.
     seed_in_a_turn` of ``q_seed``, which brought the angles ``index`` within half a turn of
     zero) moved back by the turns between the two (:func:`~ros_dynamics.engine.ik_answers.
-    moved_back`), each solved pose checked again against ``T`` (N, 4, 4, the chain's root
-    frame): the move rounds the angles to the spacing of doubles at the seed's size. Where
+    moved_back`, every pose by the same turns), each solved pose checked again against ``T``
+    (N, 4, 4, the chain's root frame): the move rounds the angles to the spacing of doubles at
+    the seed's size. Where
     that takes a pose beyond the ``tolerances`` or the limits, the whole path stays within a
     turn of zero (the same motion of the arm), and the message says so.
     """
-    Q, inside = moved_back(model, result.q, q_seed, wrapped, index)
+    Q, inside = moved_back(model, result.q, q_seed, wrapped, index, together=True)
     p_err, o_err = _errors(chain, Q[:, chain.moved], T, result.solved)
     solved = slice(0, result.solved)
     within = (p_err[solved] <= tolerances[0]) & (o_err[solved] <= tolerances[1]) & \
