@@ -131,15 +131,17 @@ class Chain:
         #: Bounds of the moved joints' iterates (unbounded joints: none) ...
         self.clip_lower = np.array(model.lower_limits[moved])
         self.clip_upper = np.array(model.upper_limits[moved])
-        # Angles whose limits are UNLIMITED or farther on both sides: random starts from a
-        # turn; those that turn (the others drive a mimic joint by part of a turn) are, for the
-        # IK, unbounded.
-        huge = model.angular_joints[moved] & (model.lower_limits[moved] <= -UNLIMITED) & \
-            (model.upper_limits[moved] >= UNLIMITED)
-        unlimited = self.turning & huge
+        # Angles limited at UNLIMITED or farther on a side: random starts from the turn inside
+        # the limits nearest [-pi, pi] (from the middle of [-1e16, 3], a double holds an angle
+        # only to 1 rad); on both sides, those that turn (the others drive a mimic joint by
+        # part of a turn) are, for the IK, unbounded.
+        lower, upper = model.lower_limits[moved], model.upper_limits[moved]
+        huge = model.angular_joints[moved] & ((lower <= -UNLIMITED) | (upper >= UNLIMITED))
+        start = np.clip(-np.pi, lower, np.maximum(upper - _TWO_PI, lower))
+        unlimited = self.turning & (lower <= -UNLIMITED) & (upper >= UNLIMITED)
         #: ... and the range random starting points are drawn from (unbounded joints: a turn).
-        self.lower = np.where(huge, -np.pi, model.sampling_lower[moved])
-        self.upper = np.where(huge, np.pi, model.sampling_upper[moved])
+        self.lower = np.where(huge, start, model.sampling_lower[moved])
+        self.upper = np.where(huge, np.minimum(start + _TWO_PI, upper), model.sampling_upper[moved])
         #: Moved joints whose position counts only modulo a turn inside limits a turn or more
         #: apart (:attr:`turning`, in a chain without mimic joints): iterates may wrap across
         #: those limits.
