@@ -105,9 +105,8 @@ def _turned_back(model, result, chain, q_seed, wrapped, index, T, tolerances):
     zero) moved back by the turns between the two (:func:`~ros_dynamics.engine.ik_answers.
     moved_back`, every pose by the same turns), each solved pose checked again against ``T``
     (N, 4, 4, the chain's root frame): the move rounds the angles to the spacing of doubles at
-    the seed's size. Where
-    that takes a pose beyond the ``tolerances`` or the limits, the whole path stays within a
-    turn of zero (the same motion of the arm), and the message says so.
+    the seed's size. Where that takes a pose beyond the ``tolerances`` or the limits, the whole
+    path stays within a turn of zero (the same motion of the arm), and the message says so.
     """
     Q, inside = moved_back(model, result.q, q_seed, wrapped, index, together=True)
     p_err, o_err = _errors(chain, Q[:, chain.moved], T, result.solved)
