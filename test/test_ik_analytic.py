@@ -1065,34 +1065,40 @@ def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_
     geometry is snapped, and its solutions were all polished, those far outside the limits
     too (0.23 ms in the median). Snapped by no more than ``PRUNE_SNAP``, its branches are left
     out early, as soon as an angle misses the limits by ``SNAPPED_REACH`` (0.11 ms):
-    on random targets, half near the wrist singularity, the same number of solutions as
-    without, each on Pinocchio's pose and inside the limits, the first within 0.01 rad of the
-    one found without. A robot calibrated by 1 mrad is not pruned.
+    on random targets, half with a joint at a limit, every one answered, the same number of
+    solutions as without, each on Pinocchio's pose and inside the limits, the first within 0.01
+    rad of the one found without. A robot calibrated by 1 mrad is not pruned. At tolerances of
+    1e-5 its snapping's drift and tilt are within them: it is pruned as an exact geometry.
     """
     arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     family = arm.solver.family('l_sole')
     assert family.snapped and 1e-6 < family.snap <= ik_answers.PRUNE_SNAP
-    assert ik_answers._prune_slack(family, 1e-5, 1e-5) == ik_answers.SNAPPED_REACH
+    tolerance = 5e-6
+    assert ik_answers._prune_slack(family, 1e-5, 1e-5) == ik_answers.POLISH_REACH
+    assert ik_answers._prune_slack(family, tolerance, tolerance) == ik_answers.SNAPPED_REACH
     assert ik_answers._prune_slack(family, 1e-9, 1e-9) == ik_answers.SNAPPED_REACH
+    tolerances = dict(position_tolerance=tolerance, orientation_tolerance=tolerance)
     moved = arm.solver.chain('l_sole').moved
     lower, upper = arm.model.lower_limits, arm.model.upper_limits
     rng = np.random.default_rng(6)
     for k in range(150):
         q = arm.random_q(rng)
-        if k % 2:
-            q[moved[1]] = -(family._singular_q5 + rng.uniform(-1e-2, 1e-2))   # read backwards
+        if k % 2:        # a joint at a limit (its wrist singularity lies outside them)
+            j = moved[rng.integers(6)]
+            q[j] = (lower if rng.random() < 0.5 else upper)[j]
         T = arm.pose(q)
         seed = arm.random_q(rng)
-        pruned = arm.solver.solve('l_sole', T, seed)
+        pruned = arm.solver.solve('l_sole', T, seed, **tolerances)
+        assert pruned.success
         with monkeypatch.context() as m:
             m.setattr(ik_answers, 'PRUNE_SNAP', 0.0)
-            whole = arm.solver.solve('l_sole', T, seed)
+            whole = arm.solver.solve('l_sole', T, seed, **tolerances)
         assert pruned.success == whole.success
         assert len(pruned.solutions) == len(whole.solutions)
         if pruned.success:
             assert np.abs(pruned.q - whole.q).max() < 0.01
         for solution in pruned.solutions:
-            assert_solves(arm, solution, T, 1e-5)
+            assert_solves(arm, solution, T, tolerance)
             assert np.all((solution >= lower) & (solution <= upper))
     rough = Arm(calibrated(UR5, tmp_path, 1e-3, 3e-4, 19), 'tool0').solver.family('tool0')
     assert rough.snap > ik_answers.PRUNE_SNAP and ik_answers._prune_slack(rough, 1e-9, 1e-9) is None
@@ -1134,49 +1140,61 @@ def geometry_pose(g, x):
     return T @ tip
 
 
-@pytest.mark.parametrize('case', ['xarm7', 'ur5 offsets', 'ur5 axes'])
-def test_a_snapped_geometrys_drift_bounds_how_far_it_moves_the_tip(case, tmp_path):
-    """Snapping that only moves axes across themselves (xArm7's rounded offsets, a UR5 whose
-    joint origins are calibrated) leaves every orientation and moves the tip by at most the
-    family's drift, at any configuration (checked with Pinocchio on the true chain, and the
-    bound within a factor of 5 of the largest move met); one that turns an axis has no bound.
+@pytest.mark.parametrize('case', ['xarm7', 'ur5 offsets', 'ur5 axes', 'icub leg'])
+def test_a_snapped_geometrys_drift_and_tilt_bound_how_far_it_moves_and_turns_the_tip(
+        case, tmp_path):
+    """Snapping moves the tip by at most the family's drift and turns it by at most its tilt,
+    at any configuration (checked with Pinocchio on the true chain). One that only moves axes
+    across themselves (xArm7's rounded offsets, a UR5 whose joint origins are calibrated)
+    leaves every orientation, its drift within a factor of 5 of the largest move met; one that
+    turns axes (the UR5's tilted by 1e-4 rad too; iCub's leg, read from the foot, one axis by
+    3.7e-6 rad) bounds both within a factor of 20.
     """
     if case == 'xarm7':
         arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link6')
+    elif case == 'icub leg':
+        arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     else:
         angle = 1e-4 if case == 'ur5 axes' else 0.0
         arm = Arm(calibrated(UR5, tmp_path, angle, 1e-4, 21), 'tool0')
     family = arm.solver.family(arm.tip)
-    assert family.snapped
-    if case == 'ur5 axes':
-        assert family.drift == math.inf
-        return
-    assert 0.0 < family.drift < 1e-3
+    assert family.snapped and 0.0 < family.drift < 1e-3
     g, moved = family.geometry, arm.solver.chain(arm.tip).moved
+    turned = case in ('ur5 axes', 'icub leg')
+    assert g.reversed or case != 'icub leg'
     rng = np.random.default_rng(22)
-    farthest = 0.0
+    farthest = steepest = 0.0
     for _ in range(2000):
         q = arm.random_q(rng)
         x = q[moved][:6]
         T = np.linalg.inv(geometry_pose(g, -x[::-1])) if g.reversed else geometry_pose(g, x)
         T_true = arm.pose(q)
-        assert np.abs(T[:3, :3] - T_true[:3, :3]).max() < 1e-12
         farthest = max(farthest, np.linalg.norm(T[:3, 3] - T_true[:3, 3]))
-    assert 0.2 * family.drift < farthest <= family.drift
+        steepest = max(steepest, Rotation.from_matrix(T[:3, :3].T @ T_true[:3, :3]).magnitude())
+    print(f'{case}: moved {farthest:.3g} m of {family.drift:.3g}, turned {steepest:.3g} rad of '
+          f'{family.tilt:.3g}')
+    assert farthest <= family.drift and steepest <= family.tilt + 1e-12
+    if turned:
+        assert 0.05 * family.drift < farthest and 0.05 * family.tilt < steepest
+    else:
+        assert 0.2 * family.drift < farthest and steepest < 1e-12 and family.tilt < 1e-12
 
 
-@pytest.mark.parametrize('case', ['xarm7', 'ur5', 'xarm7 held'])
+@pytest.mark.parametrize('case', ['xarm7', 'ur5', 'xarm7 held', 'icub leg'])
 def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, tmp_path,
                                                                          monkeypatch):
-    """A geometry snapped by so little that its drift is within half the tolerances keeps its
-    exact solutions unchecked (xArm7 to its sixth link, by 2e-6 m, and to its tool with the
-    last joint held; a UR5 with its joint origins calibrated by 2e-7 m): every one, checked
-    with Pinocchio, reaches the target within the drift, from inside the limits, and the
-    target's own configuration is among them. Its scalar solve leaves out early the branches
-    outside the limits: the answers are those of the solve that does not.
+    """A geometry snapped by so little that its drift and tilt are within the tolerances keeps
+    its exact solutions unchecked (xArm7 to its sixth link, by 2e-6 m, and to its tool with the
+    last joint held; a UR5 with its joint origins calibrated by 2e-7 m; iCub's leg, an axis
+    turned by 3.7e-6 rad): every one, checked
+    with Pinocchio, reaches the target within the drift and the tilt, from inside the limits,
+    and the target's own configuration is among them. Its scalar solve leaves out early the
+    branches outside the limits: the answers are those of the solve that does not.
     """
     if case == 'ur5':
         arm = Arm(calibrated(UR5, tmp_path, 0.0, 2e-7, 23), 'tool0')
+    elif case == 'icub leg':
+        arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     else:
         arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link_eef' if 'held' in case
                   else 'link6')
@@ -1184,7 +1202,7 @@ def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, 
     chain = solver.chain(arm.tip)
     held = solver._held_joints(chain) if 'held' in case else None
     family = held.family if held else solver.family(arm.tip)
-    assert family.snapped and 1e-7 < family.drift <= 0.5e-5
+    assert family.snapped and 1e-7 < family.drift and ik_answers.unchecked(family, 1e-5, 1e-5)
     model, moved = arm.model, chain.moved
     rng = np.random.default_rng(24)
     for _ in range(200):
@@ -1201,7 +1219,8 @@ def test_a_slightly_snapped_arms_solutions_are_every_one_within_its_drift(case, 
         for q in result.solutions:
             T_q = arm.pose(q)
             assert np.linalg.norm(T_q[:3, 3] - T[:3, 3]) <= family.drift + 1e-12
-            assert np.abs(T_q[:3, :3] - T[:3, :3]).max() < 1e-9
+            assert Rotation.from_matrix(T_q[:3, :3].T @ T[:3, :3]).magnitude() <= \
+                family.tilt + 1e-9
             assert np.all(q >= model.lower_limits) and np.all(q <= model.upper_limits)
         # Unpolished, it may be off by 1e-4 rad, near a singularity by 2e-3 (as a polish to
         # half the tolerances left it).

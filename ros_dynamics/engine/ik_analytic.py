@@ -140,9 +140,10 @@ class Family:
     """A recognised geometry: its ``name``, the (snapped) :class:`Geometry` the solver uses,
     whether snapping changed it (``snapped``), for the spherical wrist which shoulder case
     applies (``shoulder``: 'parallel', 'meeting' -- axes 1 and 2 -- or 'second' -- axes 2
-    and 3), ``drift`` [m]: how far apart the true and the snapped chain put the tip at most,
-    at any configuration (:func:`_drift`), and ``snap``: the largest angle [rad] snapping
-    turned an axis by, or distance [m] it moved an axis's line across itself.
+    and 3), ``drift`` [m] and ``tilt`` [rad]: how far apart the true and the snapped chain put
+    the tip at most, in position and in orientation, at any configuration (:func:`_drift`), and
+    ``snap``: the largest angle [rad] snapping turned an axis by, or distance [m] it moved an
+    axis's line across itself.
     """
 
     name: str
@@ -151,6 +152,7 @@ class Family:
     shoulder: str = ''
     drift: float = 0.0
     snap: float = 0.0
+    tilt: float = 0.0
 
     @property
     def approximate(self):
@@ -356,22 +358,38 @@ def _family(name, new, g, shoulder=''):
     moved = np.linalg.norm(cross(new.h, new.o - g.o), axis=1)   # (6,) off each axis's line
     turned = not np.allclose(g.h, new.h, rtol=0, atol=1e-12)
     turn = float(np.arcsin(np.clip(np.linalg.norm(cross(g.h, new.h), axis=1), 0.0, 1.0)).max())
-    return Family(name, new, turned or moved.max() > 1e-12, shoulder, _drift(turned, moved),
-                  max(turn, float(moved.max())))
+    drift, tilt = _drift(g, new)
+    return Family(name, new, turned or moved.max() > 1e-12, shoulder, drift,
+                  max(turn, float(moved.max())), tilt)
 
 
-def _drift(turned, moved):
-    """A bound [m] on the distance between the tip's positions on the true and the snapped
-    chain at any configuration -- their orientations are the same -- when snapping moved the
-    axes' lines only across themselves by ``moved`` (6,) [m], not turned them; else inf.
+def _drift(g, new):
+    """Bounds on how far apart the true geometry ``g`` and the snapped one ``new`` put the tip
+    at any configuration: ``(position [m], angle [rad])``.
 
-    With the axes unchanged, only the translations of the joints' motions differ: a turn by
-    ``q`` about the line through ``o`` moves a point by ``(I - R(q)) o``, so moving the line by
-    ``d`` across itself changes that by ``(I - R(q)) d``, at most ``2 |d|``; the motions before
-    it turn that change and those after it do not alter it (as the chain's product of
-    exponentials shows), so the tip's position moves by at most ``2 sum |d_i|``.
+    Each joint's motion turns about a line, ``x -> R (x - o) + o``. Snapping turns its axis
+    by ``d`` (a rotation ``S``, so ``R' = S R S^T``) and moves its point to ``o'``:
+    ``R' R^T = S (R S^T R^T)`` is two turns by ``d``, at most ``2 d`` together, and
+    ``|R' - R| <= 2 d``; a point ``x`` moves by ``(R' - R)(x - o') + (I - R)(o' - o)``, at most
+    ``2 d |x - o'| + 2 |h x (o' - o)|``. In the chain's product of motions the difference is
+    the sum of each joint's alone, between the snapped motions before it and the true ones
+    after, which are rigid: they turn that joint's difference without growing it, and keep
+    the tip within the links' lengths from its point (``|x - o| <= r``). So the tip turns by at
+    most ``sum 2 d`` and moves by at most ``sum 2 d (r + |o' - o|) + 2 |h x (o' - o)|`` -- for
+    axes moved only across themselves, ``2 sum |d_i|`` of the lines' moves. A chain read
+    backwards bounds the inverse pose: the tip then also moves by that angle times its
+    distance from the root, at most the first point's plus the links'.
     """
-    return math.inf if turned else 2.0 * float(moved.sum())
+    twice = 2.0 * np.arcsin(np.clip(np.linalg.norm(cross(g.h, new.h), axis=1), 0.0, 1.0))
+    moved = np.linalg.norm(cross(g.h, new.o - g.o), axis=1)       # (6,) off each true line
+    links = np.linalg.norm(np.diff(np.vstack([g.o, g.p0]), axis=0), axis=1)
+    reach = np.cumsum(links[::-1])[::-1]                           # (6,) point i to the tip
+    shifted = np.linalg.norm(new.o - g.o, axis=1)
+    tilt = float(twice.sum())
+    drift = float((twice * (reach + shifted) + 2.0 * moved).sum())
+    if g.reversed:
+        drift += tilt * (float(np.linalg.norm(g.o[0])) + float(reach[0]))
+    return drift, tilt
 
 
 def _mv(R, v):

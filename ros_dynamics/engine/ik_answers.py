@@ -641,8 +641,8 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     orientation_error))``. A snapped geometry's least-squares branches are polished too (the
     target may be just out of the snapped geometry's reach only), and its solutions may be far
     off the true ones near a folded elbow -- but one snapped by so little that its exact
-    branches are within half the tolerances on the true chain anyway (:attr:`~ros_dynamics.
-    engine.ik_analytic.Family.drift`: xArm7's rounded offsets, 2e-6 m) keeps those inside the
+    branches are within the tolerances on the true chain anyway (:func:`unchecked`: xArm7's
+    rounded offsets, 2e-6 m; iCub's legs, 7e-6) keeps those inside the
     limits as they are, unchecked (``(q, True)``; a tangency's, up to 3e-5 m off, come twice
     and :func:`_ranked_one` checks them), and polishes further (to a thousandth of
     the tolerances) those that may fit them (:data:`POLISH_REACH`: a solution at a limit comes
@@ -694,12 +694,22 @@ def _polished(chain, family, candidates, T_target, q_seed, active, p_tol, o_tol)
     return kept + [(tuple(x), True, e) for x, e in zip(X[within].tolist(), errors)]
 
 
+#: A snapped geometry whose bounds on how far it moves and turns the tip are within this share
+#: of the tolerances keeps its exact solutions as they come (:func:`unchecked`). The bounds
+#: hold at any configuration; the rest covers the subproblems' rounding, 1e-10 or less away
+#: from a tangency, whose twins are checked (:func:`_ranked_one`), as is the first solution.
+UNCHECKED_SHARE = 0.9
+
+
 def unchecked(family, p_tol, o_tol):
     """Whether the exact solutions of ``family`` reach their targets on the true chain within
-    half the tolerances as they come: its roots are not numerical (subproblem 6's), and its
-    :attr:`~ros_dynamics.engine.ik_analytic.Family.drift` (zero unless snapped) is within.
+    the tolerances as they come: its roots are not numerical (subproblem 6's), and its
+    :attr:`~ros_dynamics.engine.ik_analytic.Family.drift` and ``tilt`` (zero unless snapped)
+    are within :data:`UNCHECKED_SHARE` of them (xArm7's rounded offsets, 2e-6 m; iCub's legs,
+    an axis turned by 3.7e-6 rad: 7.2e-6 m and 7.3e-6 rad).
     """
-    return family.drift <= 0.5 * min(p_tol, o_tol) and family.name != 'three_parallel_offset'
+    return family.drift <= UNCHECKED_SHARE * p_tol and \
+        family.tilt <= UNCHECKED_SHARE * o_tol and family.name != 'three_parallel_offset'
 
 
 def _polishing(family, p_tol, o_tol):
@@ -728,7 +738,7 @@ def _prune_slack(family, p_tol, o_tol):
     """How far outside the limits [rad or m] a branch of ``family`` may be and still be
     carried through the scalar solve, or None for every branch: polishing takes none farther
     inside -- :data:`POLISH_REACH` for an exact geometry or one whose exact solutions are
-    within half the tolerances (:func:`unchecked`), :data:`SNAPPED_REACH` for one snapped by
+    within the tolerances (:func:`unchecked`), :data:`SNAPPED_REACH` for one snapped by
     at most :data:`PRUNE_SNAP`; a geometry snapped by more keeps every branch, as its solutions
     may be far off the true ones near a singularity.
     """
