@@ -307,9 +307,10 @@ def pose(position, quat_xyzw):
 
 def test_a_20_mb_description_does_not_stall_the_joint_states(tmp_path):
     """The demo arm with 19 comments of 1 MB (19 MB in all) on robot_description, from another
-    process, while joint states stream: the node adopts it, with no gap over 0.2 s between
+    process, while joint states stream: the node adopts it, with no gap over 0.3 s between
     answers. Before its text was scanned for XML prefixes in slices, one regular-expression
-    call over it held the interpreter: gaps of 0.39-0.41 s.
+    call over it held the interpreter: gaps of 0.39-0.41 s. Since, the longest gap is 66-115
+    ms, once 228 ms on a loaded host (a fresh-clone run; 0.2 s was too near that).
     """
     ns = f'{NS}_description'
     node = start_node(ns, tmp_path)
@@ -325,7 +326,7 @@ def test_a_20_mb_description_does_not_stall_the_joint_states(tmp_path):
               f'description of {len(big_description()):,} characters was taken in '
               f'(from the start: {probe.gaps().max() * 1e3:.0f} ms)')
         assert "model 'demo_arm' from the robot_description topic" in node.output()
-        assert len(gaps) > 1000 and gaps.max() < 0.2   # 70-115 ms
+        assert len(gaps) > 1000 and gaps.max() < 0.3
     finally:
         code = node.stop()
     assert code == 0, node.output()
