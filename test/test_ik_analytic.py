@@ -1059,16 +1059,60 @@ def test_a_calibrated_arm_tracking_a_target_keeps_its_branch(relative, tip, tmp_
                              - np.pi) < 0.1)
 
 
+@pytest.mark.parametrize('case', ['icub leg', 'xarm7', 'ur5 calibrated'])
+def test_an_arm_snapped_within_the_tolerances_answers_a_seed_at_its_target_next_to_it(
+        case, tmp_path):
+    """Geometries whose snapped solutions reach their targets unchecked
+    (:func:`~ros_dynamics.engine.ik_answers.unchecked`) still answer a robot tracking a
+    target next to its seed. iCub's leg, an axis turned by 3.7e-6 rad, near its wrist
+    singularity (hip roll within 1e-7 to 1e-4 of -pi/2), seeds 1e-3 rad off: the snapped
+    solutions lie along the near-continuum, 40 of 100 answered up to 2 rad away (a review's
+    case). xArm7 (rounded offsets) and a UR5 calibrated by 1e-6 rad, a joint at a limit a turn
+    or more from zero, the seed the target's configuration: the solution comes out a
+    snapping past the limit and was answered a whole turn away (21 and 50 of 100).
+    """
+    if case == 'icub leg':
+        arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
+    elif case == 'xarm7':
+        arm = Arm(erd('xarm_description/urdf/xarm7.urdf'), 'link6')
+    else:
+        arm = Arm(calibrated(UR5, tmp_path, 1e-6, 1e-7, 1), 'tool0')
+    family = arm.solver.family(arm.tip)
+    assert family.snapped and ik_answers.unchecked(family, 1e-5, 1e-5)
+    model, moved = arm.model, arm.solver.chain(arm.tip).moved
+    names = [model.moving_joint_names[j] for j in moved]
+    rng = np.random.default_rng(11)
+    for k in range(120):
+        q = arm.random_q(rng)
+        if case == 'icub leg':
+            roll = moved[[i for i, name in enumerate(names) if 'hip_roll' in name][0]]
+            q[roll] = -np.pi / 2 + rng.choice([-1, 1]) * 10 ** rng.uniform(-7, -4)
+            seed = q + rng.uniform(-1e-3, 1e-3, len(q))
+        else:
+            wide = [j for j in moved if model.upper_limits[j] - model.lower_limits[j] > 2 * np.pi]
+            j = wide[rng.integers(len(wide))]
+            q[j] = (model.lower_limits if k % 2 else model.upper_limits)[j]
+            seed = q.copy()
+        seed = np.clip(seed, model.lower_limits, model.upper_limits)
+        T = arm.pose(q)
+        result = arm.solver.solve(arm.tip, T, seed, max_solutions=None if k < 60 else 1)
+        assert result.success
+        assert_solves(arm, result.q, T, 1e-5)
+        assert np.abs(result.q[moved] - seed[moved]).max() <= ik.BRANCH_JUMP
+
+
 def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_limits(
         monkeypatch, tmp_path):
     """The leg of iCub (a spherical hip read backwards) has axes turned by up to 3.7e-6 rad: its
     geometry is snapped, and its solutions were all polished, those far outside the limits
     too (0.23 ms in the median). Snapped by no more than ``PRUNE_SNAP``, its branches are left
     out early, as soon as an angle misses the limits by ``SNAPPED_REACH`` (0.11 ms):
-    on random targets, half with a joint at a limit, every one answered, the same number of
-    solutions as without, each on Pinocchio's pose and inside the limits, the first within 0.01
-    rad of the one found without. A robot calibrated by 1 mrad is not pruned. At tolerances of
-    1e-5 its snapping's drift and tilt are within them: it is pruned as an exact geometry.
+    on random targets, a third near the wrist singularity (the test put them at +pi/2, outside
+    the limits, until a review found it) and a third with a joint at a limit, every one
+    answered, the same number of solutions as without, each on Pinocchio's pose and inside the
+    limits, the first within 0.01 rad of the one found without. A robot calibrated by 1 mrad
+    is not pruned. At tolerances of 1e-5 its snapping's drift and tilt are within them: it is
+    pruned as an exact geometry.
     """
     arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     family = arm.solver.family('l_sole')
@@ -1083,7 +1127,9 @@ def test_a_geometry_snapped_by_a_hair_leaves_out_early_the_branches_outside_the_
     rng = np.random.default_rng(6)
     for k in range(150):
         q = arm.random_q(rng)
-        if k % 2:        # a joint at a limit (its wrist singularity lies outside them)
+        if k % 3 == 1:         # near the wrist singularity (read backwards: hip roll -pi/2)
+            q[moved[1]] = -np.pi / 2 + rng.uniform(-1e-2, 1e-2)
+        elif k % 3 == 2:       # a joint at a limit
             j = moved[rng.integers(6)]
             q[j] = (lower if rng.random() < 0.5 else upper)[j]
         T = arm.pose(q)
@@ -1556,6 +1602,43 @@ def test_a_held_arm_with_two_joints_at_their_limits_answers_next_to_its_seed(rel
         assert np.abs(result.q - seed).max() <= ik.BRANCH_JUMP
         assert np.all((result.q >= lower) & (result.q <= upper))
         assert_solves(arm, result.q, T, 1e-5)
+
+
+def test_a_held_joint_past_turned_axes_has_its_solutions_checked(tmp_path):
+    """A joint after the six, held, turns the tip about its own axis: the six's bounds on how
+    far snapping moves the tip leave that lever out. A UR5 with a joint 1 m past its tool,
+    calibrated by 1e-6 rad, was answered with solutions up to 7.7e-6 m off at a position
+    tolerance of 2e-6 (a review's case): its family is now checked, every solution within.
+    """
+    with open(erd(UR5)) as f:
+        urdf = f.read()
+    swing = ('<link name="swing"/><link name="tip"/>'
+             '<joint name="swing_joint" type="revolute"><parent link="tool0"/>'
+             '<child link="swing"/><origin xyz="0 1 0"/><axis xyz="0 0 1"/>'
+             '<limit lower="-3.14" upper="3.14" effort="1" velocity="1"/></joint>'
+             '<joint name="tip_joint" type="fixed"><parent link="swing"/><child link="tip"/>'
+             '<origin xyz="0 -1 0"/></joint></robot>')
+    path = tmp_path / 'ur5_swing.urdf'
+    path.write_text(urdf.replace('</robot>', swing))
+    (tmp_path / 'calibrated').mkdir()
+    arm = Arm(calibrated(str(path), tmp_path / 'calibrated', 1e-6, 1e-7, 2), 'tip')
+    solver = arm.solver
+    chain = solver.chain('tip')
+    held = solver._held_joints(chain)
+    assert held is not None and held.before == 0 and held.family.tilt > 1e-6
+    moved = chain.moved
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        q = arm.random_q(rng)
+        q[moved[6]] = rng.choice([-1, 1]) * rng.uniform(2.8, 3.1)
+        T = arm.pose(q)
+        seed = arm.random_q(rng)
+        seed[moved[6]] = q[moved[6]]
+        result = solver.solve('tip', T, seed, position_tolerance=2e-6, max_solutions=8)
+        assert result.success
+        for solution in result.solutions:
+            assert np.linalg.norm(arm.pose(solution)[:3, 3] - T[:3, 3]) <= 2e-6
+    assert held.family.drift == math.inf
 
 
 def test_a_snapped_held_arm_tracking_a_target_answers_next_to_its_seed():

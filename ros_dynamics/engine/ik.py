@@ -40,7 +40,6 @@ from .ik_answers import (
     seed_in_a_turn,
     table_result,
     turned_to_seed,
-    unchecked,
     with_closed_form,
 )
 from .ik_chain import Chain
@@ -240,15 +239,16 @@ class IKSolver:
                                                  max_solutions, deadline, closed)
             if answer is not None and not singular:
                 moved = chain.moved
-                if family is None or not family.snapped or unchecked(
-                        family, position_tolerance, orientation_tolerance) or \
-                        not answer.success or np.abs(
-                            answer.q[moved] - q_seed[moved]).max() <= BRANCH_JUMP:
+                if family is None or not family.snapped or not answer.success or np.abs(
+                        answer.q[moved] - q_seed[moved]).max() <= BRANCH_JUMP:
                     return answer
                 # A snapped geometry near a singularity can put its solutions tenths of a
                 # radian off the true ones, too far for polishing to reach the one next to
-                # the seed (held joints: :func:`~.ik_answers.held_result`). Not where the
-                # snapping's drift is within the tolerances: its solutions are the true chain's.
+                # the seed (held joints: :func:`~.ik_answers.held_result`). So can one whose
+                # solutions reach the target unchecked (:func:`~.ik_answers.unchecked`): near
+                # the wrist singularity an axis turned by 3.7e-6 rad moves iCub's leg's along
+                # the near-continuum (seeds 1e-3 rad off were answered up to 2 rad away), and a
+                # solution a snapping past a limit of a turn or more comes back a turn away.
                 return near_seed(model, chain, answer, T_target, q_seed,
                                  chain.frames_one(q_seed[moved]), active, position_tolerance,
                                  orientation_tolerance, max_solutions)

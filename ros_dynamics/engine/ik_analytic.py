@@ -378,7 +378,9 @@ def _drift(g, new):
     most ``sum 2 d`` and moves by at most ``sum 2 d (r + |o' - o|) + 2 |h x (o' - o)|`` -- for
     axes moved only across themselves, ``2 sum |d_i|`` of the lines' moves. A chain read
     backwards bounds the inverse pose: the tip then also moves by that angle times its
-    distance from the root, at most the first point's plus the links'.
+    distance from the root, at most the first point's plus the links'. Joints after the six
+    held at other values than zero move the tip by a lever this leaves out
+    (:func:`~ros_dynamics.engine.ik_held.hold` makes such a turned family checked).
     """
     twice = 2.0 * np.arcsin(np.clip(np.linalg.norm(cross(g.h, new.h), axis=1), 0.0, 1.0))
     moved = np.linalg.norm(cross(g.h, new.o - g.o), axis=1)       # (6,) off each true line
