@@ -738,11 +738,14 @@ def _prune_slack(family, p_tol, o_tol):
     """How far outside the limits [rad or m] a branch of ``family`` may be and still be
     carried through the scalar solve, or None for every branch: polishing takes none farther
     inside -- :data:`POLISH_REACH` for an exact geometry or one whose exact solutions are
-    within the tolerances (:func:`unchecked`), :data:`SNAPPED_REACH` for one snapped by
-    at most :data:`PRUNE_SNAP`; a geometry snapped by more keeps every branch, as its solutions
-    may be far off the true ones near a singularity.
+    within the tolerances (:func:`unchecked`) and whose axes only moved across themselves,
+    :data:`SNAPPED_REACH` for one snapped by at most :data:`PRUNE_SNAP` (an axis turned moves
+    the solutions along a singularity's near-continuum even where they reach the target:
+    iCub's leg at its wrist singularity answered 22 of 600 seeds at their targets up to 0.09
+    rad away with the narrower slack); a geometry snapped by more keeps every branch, as its
+    solutions may be far off the true ones near a singularity.
     """
-    if not family.snapped or unchecked(family, p_tol, o_tol):
+    if not family.snapped or family.tilt <= 1e-12 and unchecked(family, p_tol, o_tol):
         return POLISH_REACH
     return SNAPPED_REACH if family.snap <= PRUNE_SNAP else None
 
