@@ -155,6 +155,14 @@ class Family:
     tilt: float = 0.0
 
     @property
+    def turned(self):
+        """Whether snapping turned an axis by more than rounding (:attr:`tilt` above 1e-12
+        rad): its solutions then move along a singularity's near-continuum, and held joints
+        after the six move the tip by a lever :attr:`drift` leaves out.
+        """
+        return self.tilt > 1e-12
+
+    @property
     def approximate(self):
         """Whether the solutions need :func:`polish` and a check on the true chain -- the
         geometry was snapped, or the family's roots are numerical (subproblem 6) -- and none

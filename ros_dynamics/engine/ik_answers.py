@@ -745,7 +745,7 @@ def _prune_slack(family, p_tol, o_tol):
     rad away with the narrower slack); a geometry snapped by more keeps every branch, as its
     solutions may be far off the true ones near a singularity.
     """
-    if not family.snapped or family.tilt <= 1e-12 and unchecked(family, p_tol, o_tol):
+    if not family.snapped or not family.turned and unchecked(family, p_tol, o_tol):
         return POLISH_REACH
     return SNAPPED_REACH if family.snap <= PRUNE_SNAP else None
 

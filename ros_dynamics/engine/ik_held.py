@@ -219,12 +219,11 @@ def hold(chain, family, held, before):
             twists[i] = M_inverse @ twists[i] @ M
     for array in (held, twists):
         array.setflags(write=False)
-    if family is not None and len(held) > before and family.tilt > 1e-12:
+    if family is not None and len(held) > before and family.turned:
         # Held joints after the six turn the tip about their own axes: a snapping's turn of
         # the six (Family.tilt) then moves it by that lever too, which the six's bound
         # (Family.drift) leaves out -- its solutions are checked (a UR5 calibrated by 1e-6 rad
-        # with a joint 1 m past its tool was answered up to 1.3e-5 m off). A rounding's tilt
-        # (1e-16) moves it by nothing.
+        # with a joint 1 m past its tool was answered up to 1.3e-5 m off).
         family = replace(family, drift=math.inf)
     shoulder = None
     if family is not None and before and not slides[before - 1]:     # the last held before
