@@ -3,6 +3,7 @@ position-only mode; honest failures; closed-form planar IK as a reference.
 """
 import math
 import re
+import threading
 import time
 import warnings
 
@@ -783,6 +784,43 @@ def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
         np.testing.assert_allclose(T_one, poses[3, model.frame_index(frame)], atol=1e-12)
         np.testing.assert_allclose(JT_one.T, full[3][..., chain.moved], atol=1e-12)
         assert not np.any(np.delete(full, chain.moved, axis=-1))    # the others do not move it
+
+
+def test_a_chains_kept_seed_frames_follow_each_new_seed_across_threads():
+    """:meth:`Chain.seed_frames` keeps the last seed's frames: a seed given again, after
+    another, gets its own (Pinocchio's pose), read-only; and solves alternating two seeds on
+    four threads -- one seed a robot at its target, the other far -- answer 'seed' for the one
+    and not for the other every time (a frame kept of the other seed would swap them).
+    """
+    arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
+    chain = arm.solver.chain(arm.tip)
+    rng = np.random.default_rng(67)
+    q_at, q_far = arm.random_q(rng), arm.model.middle_configuration()
+    T_target = arm.pose(q_at)
+    for q in (q_at, q_far, q_far, q_at):
+        frames, T = chain.seed_frames(q[chain.moved])
+        np.testing.assert_allclose(T, arm.pose(q), atol=1e-12)
+        with pytest.raises(ValueError):
+            T[0, 3] = 1.0
+        with pytest.raises(ValueError):
+            frames[0][0, 3] = 1.0
+    answers = []                                     # (seed's name, method, error [m])
+
+    def solve_both():
+        for _ in range(50):
+            for name, q in (('at', q_at), ('far', q_far)):
+                result = arm.solver.solve(arm.tip, T_target, q, timeout=0.5)
+                answers.append((name, result.method if result.success else 'failed',
+                                np.linalg.norm(arm.pose(result.q)[:3, 3] - T_target[:3, 3])))
+
+    threads = [threading.Thread(target=solve_both) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 400 and max(e for _, _, e in answers) < 1e-5
+    assert {m for name, m, _ in answers if name == 'at'} == {'seed'}
+    assert {m for name, m, _ in answers if name == 'far'} == {'analytic spherical_wrist'}
 
 
 def test_joints_that_do_not_move_the_tip_keep_the_seed():

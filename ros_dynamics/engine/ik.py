@@ -58,9 +58,10 @@ class IKSolver:
     Owns the :class:`~ros_dynamics.engine.ik_chain.Chain` of every tip frame it has solved for
     (built on first use) and the seed tables :meth:`prepare` built; both are immutable once
     built, and the dictionaries holding them change under a lock, so one solver can serve
-    several threads (the one thing solves write is a float per held-joint chain, how long its
-    wider batched call took: :class:`~ros_dynamics.engine.ik_answers.LastDuration`). Nothing
-    is written to the model.
+    several threads (what solves write is a float per held-joint chain, how long its wider
+    batched call took -- :class:`~ros_dynamics.engine.ik_answers.LastDuration` -- and each
+    chain's last seed's frames, :meth:`~ros_dynamics.engine.ik_chain.Chain.seed_frames`, each
+    replaced whole). Nothing is written to the model.
     """
 
     def __init__(self, model):
@@ -250,12 +251,12 @@ class IKSolver:
                 # the near-continuum (seeds 1e-3 rad off were answered up to 2 rad away), and a
                 # solution a snapping past a limit of a turn or more comes back a turn away.
                 return near_seed(model, chain, answer, T_target, q_seed,
-                                 chain.frames_one(q_seed[moved]), active, position_tolerance,
+                                 chain.seed_frames(q_seed[moved]), active, position_tolerance,
                                  orientation_tolerance, max_solutions)
             handed = answer if singular else None
             if (max_solutions or 1) == 1:
                 # The seed reaches the target, or is near it: no search to set up.
-                seed_pose = chain.frames_one(q_seed[chain.moved])
+                seed_pose = chain.seed_frames(q_seed[chain.moved])
                 result = seed_answer(model, chain, T_target, q_seed, seed_pose, active,
                                      position_tolerance, orientation_tolerance)
                 if result is not None and result.method == 'seed':

@@ -169,7 +169,7 @@ def _seed_own(model, chain, T_target, q_seed, p_tol, o_tol, at):
     the arm's reach can cut the continuum short of the point nearest the seed.
     """
     x_seed = q_seed[chain.moved]
-    seed_pose = chain.frames_one(x_seed)
+    seed_pose = chain.seed_frames(x_seed)
     T_seed = seed_pose[1]
     if min(p_tol, o_tol) >= ROUNDING:
         if at:
@@ -303,7 +303,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     seed_pose = None                  # the seed's joint frames and pose, once computed
     result = None
     if not several:
-        seed_pose = chain.frames_one(x_seed)
+        seed_pose = chain.seed_frames(x_seed)
         result = seed_answer(model, chain, T_target, q_seed, seed_pose, None, p_tol, o_tol)
         if result is not None:
             return result
@@ -337,7 +337,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
         # of seeds 1e-3 off on Panda and xArm7).
         # Where the held values give none, the search (from the seed) collects them instead.
         if result is not None and np.abs(result.q[chain.moved] - x_seed).max() > NEXT_TO_SEED:
-            seed_pose = chain.frames_one(x_seed)
+            seed_pose = chain.seed_frames(x_seed)
             seeded = seed_answer(model, chain, T_target, q_seed, seed_pose, None, p_tol, o_tol)
             if seeded is not None:
                 return _led_by(seeded, result, q_seed, max_solutions)
@@ -346,7 +346,7 @@ def held_result(model, chain, held, table, T_target, q_seed, p_tol, o_tol, max_s
     # Where the six joints are near a singularity of their own (the whole chain need not be),
     # or the seed's branch leaves the limits at its held values, none of their solutions need
     # lie next to the seed.
-    seed_pose = chain.frames_one(x_seed) if seed_pose is None else seed_pose
+    seed_pose = chain.seed_frames(x_seed) if seed_pose is None else seed_pose
     longer = not several and table is not None and \
         _nearer_than_table(table, seed_pose[1], T_target)
     return near_seed(model, chain, result, T_target, q_seed, seed_pose, None, p_tol, o_tol,
