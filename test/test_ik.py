@@ -126,26 +126,30 @@ def test_a_warm_seed_of_an_arm_without_a_family_converges_alone():
 
 
 def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
-    """G1's leg (six joints whose axes neither meet nor run parallel in threes: no analytic
-    family) with a seed table: for a mid-range seed, far from its targets, the table's nearest
-    starts iterated alone answer most targets (:func:`table_result`: at most TABLE_STARTS
-    starts, TABLE_ITERATIONS iterations), the search the others -- every answer inside the
-    limits at its target on Pinocchio's pose. A seed near its target (0.05 and 0.15 rad off in
-    every joint) is never answered from the table; 0.05 rad off, the answer is next to it.
+    """TIAGo Pro's arm on its torso (a slide and seven joints: no analytic family, held or not,
+    nor axes in pairs) with a seed table: for a mid-range seed, far from its targets, the
+    table's nearest starts iterated alone answer most targets (:func:`table_result`: at most
+    TABLE_STARTS starts, TABLE_ITERATIONS iterations), the search the others -- every answer
+    inside the limits at its target on Pinocchio's pose. A seed near its target (0.05 and 0.15
+    rad off in every joint) is never answered from the table; 0.05 rad off, the answer is next
+    to it.
     """
-    arm = Arm(erd('g1_description/urdf/g1_29dof_rev_1_0.urdf'), 'left_ankle_roll_link')
+    tip = 'arm_left_tool_link'
+    arm = Arm(erd('tiago_pro_description/robots/tiago_pro.urdf'), tip)
     model, solver = arm.model, arm.solver
-    solver.prepare('left_ankle_roll_link')
-    chain = solver.chain('left_ankle_roll_link')
+    solver.prepare(tip)
+    chain = solver.chain(tip)
     assert solver._family(chain, model.middle_configuration(), None) is None
     lo, hi = model.lower_limits, model.upper_limits
+    low, high = model.sampling_lower[chain.moved], model.sampling_upper[chain.moved]
+    margin = np.minimum(0.2, 0.25 * (high - low))        # the torso's slide: a quarter
     rng = np.random.default_rng(81)
     from_table = 0
     for i in range(40):
         q_true = model.middle_configuration()
-        q_true[chain.moved] = rng.uniform(lo[chain.moved], hi[chain.moved])
+        q_true[chain.moved] = rng.uniform(low, high)
         T = arm.pose(q_true)
-        result = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=i,
+        result = solver.solve(tip, T, model.middle_configuration(), rng=i,
                               timeout=0.5)
         assert result.success and result.method == 'numerical', result.message
         assert np.abs(arm.pose(result.q) - T).max() < 1e-5
@@ -158,23 +162,23 @@ def test_a_far_seed_is_answered_from_the_seed_tables_nearest_starts():
     # Every joint listed as active answers as none listed; with less than TABLE_TIME left,
     # the search alone answers (the starts would leave it too little).
     every = [model.q_names[j] for j in chain.moved]
-    listed = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+    listed = solver.solve(tip, T, model.middle_configuration(), rng=0,
                           timeout=0.5, active_joints=every)
-    alone = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+    alone = solver.solve(tip, T, model.middle_configuration(), rng=0,
                          timeout=0.5)
     assert listed.message == alone.message and np.array_equal(listed.q, alone.q)
     assert TABLE_TIME > 1e-3
-    short = solver.solve('left_ankle_roll_link', T, model.middle_configuration(), rng=0,
+    short = solver.solve(tip, T, model.middle_configuration(), rng=0,
                          timeout=1e-3)
     assert 'seed table' not in short.message
     for off in (0.05, 0.15):
         for i in range(20):
             q_true = model.middle_configuration()
-            q_true[chain.moved] = rng.uniform(lo[chain.moved] + 0.2, hi[chain.moved] - 0.2)
+            q_true[chain.moved] = rng.uniform(low + margin, high - margin)
             T = arm.pose(q_true)
             seed = q_true.copy()
             seed[chain.moved] += rng.choice([-off, off], len(chain.moved))
-            result = solver.solve('left_ankle_roll_link', T, seed, rng=i, timeout=0.5)
+            result = solver.solve(tip, T, seed, rng=i, timeout=0.5)
             assert result.success and 'seed table' not in result.message, result.message
             assert np.abs(arm.pose(result.q) - T).max() < 1e-5
             if off == 0.05:

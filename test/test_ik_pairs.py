@@ -1,4 +1,5 @@
-"""Chains whose six solved joints meet in pairs -- Baxter's arms with their first joint held --
+"""Chains whose six solved joints come in pairs -- Baxter's arms with their first joint held
+(axes meeting in pairs), G1's legs (hip roll and yaw meeting, knee and ankle pitch parallel) --
 solved by the one-angle search of :mod:`ros_dynamics.engine.ik_pairs`: every answer checked
 with Pinocchio's forward kinematics, the root against the configuration that made the target.
 """
@@ -13,6 +14,7 @@ from ros_dynamics.engine import ik, ik_answers, ik_pairs
 from ros_dynamics.engine.ik import IKSolver
 
 HUMANOID = 'simple_humanoid_description/urdf/simple_humanoid.urdf'
+G1 = 'g1_description/urdf/g1_29dof_rev_1_0.urdf'
 # (description, tip, the joints held, of 60 random targets at least this many answered by the
 # search over one angle): a held joint after the six (the finger's slide) too. The simple
 # humanoid's arm on its waist is paired too (waist roll and yaw, shoulder pitch and roll, its
@@ -20,7 +22,8 @@ HUMANOID = 'simple_humanoid_description/urdf/simple_humanoid.urdf'
 # ranges of angle 4: starts 0.05 rad off lose a third of the roots (the search answers).
 PAIRED = [(BAXTER, 'left_gripper', ['left_s0'], 48),
           (BAXTER, 'r_gripper_l_finger', ['right_s0', 'r_gripper_l_finger_joint'], 48),
-          (HUMANOID, 'RARM_LINK4', ['WAIST_P'], 30)]
+          (HUMANOID, 'RARM_LINK4', ['WAIST_P'], 30),
+          (G1, 'left_ankle_roll_link', [], 48)]
 
 
 def inside(model, chain, margin):
@@ -35,7 +38,7 @@ def arm(request):
     relative, tip, held, paired = request.param
     a = Arm(erd(relative), tip)
     a.solver.prepare(tip)
-    a.held, a.paired = held, paired
+    a.relative, a.held, a.paired = relative, held, paired
     return a
 
 
@@ -44,6 +47,8 @@ def test_the_joints_nearest_the_root_are_held_and_the_rest_paired(arm):
     pairs = ik_pairs.paired_axes(chain)
     assert arm.solver.family(arm.tip) is None and arm.solver._held_joints(chain) is None
     assert [arm.model.q_names[i] for i in chain.moved[pairs.held.held]] == arm.held
+    geometry = ik_pairs.MeetingAndParallel if arm.relative == G1 else ik_pairs.PairedAxes
+    assert type(pairs) is geometry
 
 
 @pytest.mark.parametrize('relative, tip', [(PANDA, 'panda_hand'), (UR5, 'tool0')])
@@ -52,21 +57,24 @@ def test_arms_whose_axes_do_not_meet_in_pairs_are_not_paired(relative, tip):
     assert ik_pairs.paired_axes(solver.chain(tip)) is None
 
 
-def test_a_calibrated_baxter_is_not_paired_and_stays_numerical(tmp_path):
-    """Axes tilted by 1 mrad and moved by 0.3 mm no longer meet: the decomposition would not be
-    exact, and the search answers.
+@pytest.mark.parametrize('relative, tip', [(BAXTER, 'left_gripper'),
+                                           (G1, 'left_ankle_roll_link')], ids=['baxter', 'g1'])
+def test_a_calibrated_arm_is_not_paired_and_stays_numerical(tmp_path, relative, tip):
+    """Axes tilted by 1 mrad and moved by 0.3 mm no longer meet, nor stay parallel: the
+    decomposition would not be exact, and the search answers.
     """
-    model = load(calibrated(BAXTER, tmp_path, 1e-3, 3e-4, 5))
+    model = load(calibrated(relative, tmp_path, 1e-3, 3e-4, 5))
     solver = IKSolver(model)
-    solver.prepare('left_gripper')
-    assert ik_pairs.paired_axes(solver.chain('left_gripper')) is None
+    solver.prepare(tip)
+    assert ik_pairs.paired_axes(solver.chain(tip)) is None
     q = np.random.default_rng(2).uniform(model.sampling_lower, model.sampling_upper)
-    result = solver.solve('left_gripper', model.frame_pose(q, 'left_gripper'),
-                          model.middle_configuration(), rng=0)
+    result = solver.solve(tip, model.frame_pose(q, tip), model.middle_configuration(), rng=0)
     assert result.success and result.method == 'numerical'
 
 
-@pytest.mark.parametrize('relative, tip', [p[:2] for p in PAIRED[:2]], ids=['left', 'right'])
+@pytest.mark.parametrize('relative, tip', [p[:2] for p in PAIRED[:2]] + [
+    (G1, 'left_ankle_roll_link'), (G1, 'right_ankle_roll_link')],
+    ids=['baxter left', 'baxter right', 'g1 left', 'g1 right'])
 def test_the_root_next_to_the_targets_own_configuration_is_that_configuration(relative, tip):
     """Started 0.05 rad from the configuration that made the target (Pinocchio's pose), the
     search over one angle and the five subproblems give that configuration back -- away from

@@ -7,9 +7,10 @@ An :class:`IKSolver` holds what a model's IK keeps between solves -- one
 A solve validates its request (typed errors naming the argument, every number bounded). Six
 revolute joints of a recognised geometry are solved analytically: every solution at once,
 shifted by whole turns toward the seed inside the limits, nearest the seed first (longer
-chains with the others held, :mod:`~ros_dynamics.engine.ik_held`); six whose axes meet in
-pairs (Baxter's arm, its first joint held) by a search over one angle, the others in closed
-form (:mod:`~ros_dynamics.engine.ik_pairs`, one answer). Other chains
+chains with the others held, :mod:`~ros_dynamics.engine.ik_held`); six whose axes come in
+pairs (meeting in pairs: Baxter's arm, its first joint held; two meeting and two parallel: G1's
+legs) by a search over one angle, the others in closed form
+(:mod:`~ros_dynamics.engine.ik_pairs`, one answer). Other chains
 (and analytic targets whose every solution lies outside the limits) iterate the seed's row
 alone when the seed is near the target, else the seed table's nearest starts alone
 (:func:`~ros_dynamics.engine.ik_answers.table_result`), and where those do not converge fast run
@@ -72,7 +73,7 @@ class IKSolver:
         self._families: dict[str, Optional[ik_analytic.Family]] = {}
         self._held: dict[str, Optional[ik_held.HeldJoints]] = {}
         #: Per frame, the paired axes :meth:`prepare` keeps (:data:`PAIRED_SHARE`).
-        self._pairs: dict[str, Optional[ik_pairs.PairedAxes]] = {}
+        self._pairs: dict[str, Optional[ik_pairs.PairedAxes | ik_pairs.MeetingAndParallel]] = {}
         #: Per frame, how long held joints' wider batched call took (several solutions).
         self._wide_calls: dict[str, LastDuration] = {}
         #: Per frame of held joints, whether one answer comes from their closed form, as
@@ -120,7 +121,7 @@ class IKSolver:
         later :meth:`solve` calls start next to their targets, a damped least-squares step ahead.
         A one-time cost (40-60 ms and about 11 MB for 20,000 samples of the benchmark's 6- to
         9-joint arms) that makes most solves about twice as fast and rarely-solved targets
-        reliable. Six joints whose axes meet in pairs (:mod:`~ros_dynamics.engine.ik_pairs`)
+        reliable. Six joints whose axes come in pairs (:mod:`~ros_dynamics.engine.ik_pairs`)
         are tried on 50 random targets too (10-30 ms more), and kept only where they answer
         :data:`PAIRED_SHARE` of them; a chain with a closed form once two or more of its
         joints are held (:mod:`~ros_dynamics.engine.ik_held`) solves :data:`HELD_TARGETS`
@@ -134,7 +135,7 @@ class IKSolver:
         chain = self.chain(frame)
         generator = np.random.default_rng(rng)
         table = SeedTable(chain, chain.lower, chain.upper, int(samples), generator)
-        # Six axes meeting in pairs are searched over one angle only where that answers most
+        # Six axes in pairs are searched over one angle only where that answers most
         # targets from this table's starts (:data:`PAIRED_SHARE`).
         pairs = ik_pairs.paired_axes(chain)
         if pairs is not None and paired_share(self.model, chain, pairs, table,
@@ -285,7 +286,7 @@ class IKSolver:
         """The analytic answer (six joints of ``family``, the chain's with the joints outside
         ``active`` held, or None; more joints with the others held -- for one answer, unless
         ``closed`` is False, or when None :meth:`prepare` found that slower; for one answer,
-        six whose axes meet in pairs) or None, and whether the target is at a singularity whose
+        six whose axes come in pairs) or None, and whether the target is at a singularity whose
         continuum's point nearest the seed it did not find (:func:`analytic_result`).
         """
         if family is not None:

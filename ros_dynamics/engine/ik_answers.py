@@ -405,7 +405,7 @@ def near_seed(model, chain, answer, T_target, q_seed, seed_pose, active, p_tol, 
 
 
 def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, deadline):
-    """One solution of a chain whose six joints meet in pairs, the others held
+    """One solution of a chain whose six joints' axes come in pairs, the others held
     (:mod:`.ik_pairs`), as an :class:`IKResult`: from each of the seed table's
     :data:`PAIRED_STARTS` starting points nearest the target in turn (a damped least-squares
     step ahead of the samples, :meth:`~ros_dynamics.engine.ik_seeds.SeedTable.starts`: their
@@ -421,7 +421,7 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     if table is None:
         return None
     x_seed = q_seed[chain.moved]
-    T_seed = chain.pose(x_seed)
+    T_seed = chain.seed_frames(x_seed)[1]
     p_err, o_err = _errors_one(T_seed, T_target)
     if p_err <= WARM_DISTANCE and o_err <= WARM_ANGLE:
         return None
@@ -477,8 +477,9 @@ def table_result(chain, table, T_target, q_seed, seed_pose, p_tol, o_tol, deadli
     ``seed_pose``: the seed's joint frames and pose,
     :meth:`~ros_dynamics.engine.ik_chain.Chain.frames_one`): the search's row from the seed,
     pulled toward it across the task's null space, then answers next to it. One start costs a
-    third of one of the search's batched iterations (eight rows): most targets of G1's leg
-    and TIAGo Pro's arm are answered in two or three iterations of the nearest start alone.
+    third of one of the search's batched iterations (eight rows): most targets of TIAGo Pro's
+    arm (and of G1's leg, before :mod:`.ik_pairs` searched it over one angle) are answered in
+    two or three iterations of the nearest start alone.
     """
     starts, d2 = table.starts(PoseError(T_target), T_target, BATCH - 1, distances=True)
     chain.wrap(starts)
@@ -514,9 +515,10 @@ TABLE_STARTS, TABLE_ITERATIONS, TABLE_CUT = 2, 5, 0.5
 #: A seed within this many times the feature distance of the seed table's :data:`NEAR_RANK`-th
 #: nearest sample is near its target for :func:`table_result`, which then leaves it to the
 #: search's row from the seed (its answer next to the seed). Farther seeds are not: G1's leg
-#: answered 16 of 100 seeds 0.5 rad off in every joint more than 1.2 rad from them (the search
-#: alone about 10 %); iterating such seeds alone first (up to 12 iterations) brought that to 4
-#: but cost mid-range seeds 30-70 % on G1's leg and TIAGo Pro's arm.
+#: (searched numerically then) answered 16 of 100 seeds 0.5 rad off in every joint more than
+#: 1.2 rad from them (the search alone about 10 %); iterating such seeds alone first (up to 12
+#: iterations) brought that to 4 but cost mid-range seeds 30-70 % on G1's leg and TIAGo Pro's
+#: arm.
 TABLE_NEAR = 3.0
 #: [s] With less time than this left, :func:`table_result` leaves all of it to the search (a
 #: 1 ms timeout: 173-175 of 200 G1 leg targets answered after the two starts, 198-199 by the

@@ -1,7 +1,9 @@
-"""Inverse kinematics of six revolute joints whose axes meet in pairs -- axes 1 and 2 in a point
-A, 3 and 4 in B, 5 and 6 in C -- by a search over one angle, the other five in closed form.
+"""Inverse kinematics of six revolute joints whose axes come in pairs, by a search over one angle,
+the other five in closed form: axes meeting in pairs -- 1 and 2 in a point A, 3 and 4 in B, 5
+and 6 in C (:class:`PairedAxes`) -- or axes 2 and 3 meeting in a point P and 4 and 5 parallel
+(:class:`MeetingAndParallel`).
 
-Baxter's arm has this geometry once its first joint is held (:mod:`.ik_held` holds it and
+Baxter's arm has the first geometry once its first joint is held (:mod:`.ik_held` holds it and
 turns the target), and no family of :mod:`.ik_analytic` fits it: its wrist's axes 4 and 5 are
 10 mm apart. The decomposition is the one-dimensional search of IK-Geo (Elias and Wen,
 *IK-Geo: Unified robot inverse kinematics using subproblem decomposition*, Mechanism and
@@ -18,6 +20,21 @@ is zero at the solutions of each of the four branches (the two roots of subprobl
 the secant method finds the root of the branch of a starting configuration next to it, and
 subproblem 1 gives ``q5`` and ``q6``. Each evaluation of ``f`` is a few dozen float operations;
 a root takes four to six (Baxter).
+
+G1's legs have the second (hip roll and yaw meet, knee and ankle pitch are parallel; the hip's
+pitch axis and the ankle's roll axis meet neither). With ``e_i`` the joints' exponentials
+(axes through points ``o_i`` at the zero configuration), ``M`` the tip's zero pose and ``G``
+the target, ``e2 e3 e4 e5 e6 = e1^-1 G M^-1``; turns of joints 2 and 3 leave P in place, so
+for an angle ``q1``
+
+    ``e4 e5 e6 Y = P``, ``Y = M G^-1 e1 P``.
+
+Turns about the parallel axes keep a point's component along them: ``q6`` keeps
+``h4 . (e6 Y - o4) = h4 . (P - o4)`` (subproblem 4), ``q5`` keeps ``|e5 e6 Y - o4| = |P - o4|``
+(subproblem 3), and ``q4`` turns that point onto P (subproblem 1). The rotation left,
+``R2 R3 = R1^T G_R M_R^T (R4 R5 R6)^T``, is two turns about ``h2`` and ``h3`` only when
+``h2 . R2 R3 h3 = h2 . h3``: ``f(q1)``, zero at the solutions of each of the four branches,
+then ``q2`` and ``q3`` by subproblem 1.
 """
 from dataclasses import dataclass
 import math
@@ -26,7 +43,7 @@ from typing import Optional
 import numpy as np
 
 from . import ik_analytic, ik_held
-from .ik_analytic import _apply
+from .ik_analytic import _add, _apply, _apply_t, _sub
 from .subproblems import dot3, rotate3, rotate_cs, sp1_one, sp3_one, sp4_one
 
 #: [m] Axes of a pair this far apart or nearer meet: the decomposition is exact (not snapped).
@@ -176,22 +193,153 @@ class _Arm:
         i3, i1 = min(self._branches(q3s, terms[0], guess))[1:]
         x = self._angles(q3s[i3], terms, i1)[3]
         h5 = self.pairs.h[4]
-        f0 = dot3(h5, x) - self.h56
-        q4_next = q4 + 1e-4
-        for k in range(EVALUATIONS - 1):
-            q3s, e3, *terms = self._arm(q4_next)
+
+        def at(q4):
+            q3s, e3, *terms = self._arm(q4)
             q1, q2, e1, x = self._angles(q3s[i3], terms, i1)
-            if not (e3 and e1) and k >= INFEASIBLE:
-                return None
-            f1 = dot3(h5, x) - self.h56
-            if abs(f1) <= self.tolerance:
-                return (q1, q2, q3s[i3], q4_next, x) if e3 and e1 else None
-            if f1 == f0 or not math.isfinite(f1):
-                return None
-            step = -f1 * (q4_next - q4) / (f1 - f0)
-            q4, f0 = q4_next, f1
-            q4_next += max(-MAX_STEP, min(MAX_STEP, step))
-        return None
+            return dot3(h5, x) - self.h56, e3 and e1, (q1, q2, q3s[i3], q4, x)
+
+        return _secant(at, q4, dot3(h5, x) - self.h56, self.tolerance)
+
+
+def _secant(at, t, f0, tolerance):
+    """The secant method on ``f`` from ``t`` (``f0 = f(t)``): what ``at(t)`` -- ``(f(t),
+    exact, answer)`` -- answers at the first ``t`` where ``|f| <= tolerance``, or None: not
+    exact there, out of reach (not exact) after :data:`INFEASIBLE` evaluations, or no such
+    ``t`` within :data:`EVALUATIONS` (steps at most :data:`MAX_STEP`).
+    """
+    t_next = t + 1e-4
+    for k in range(EVALUATIONS - 1):
+        f1, exact, answer = at(t_next)
+        if not exact and k >= INFEASIBLE:
+            return None
+        if abs(f1) <= tolerance:
+            return answer if exact else None
+        if f1 == f0 or not math.isfinite(f1):
+            return None
+        step = -f1 * (t_next - t) / (f1 - f0)
+        t, f0 = t_next, f1
+        t_next += max(-MAX_STEP, min(MAX_STEP, step))
+    return None
+
+
+@dataclass(frozen=True)
+class MeetingAndParallel:
+    """The six joints ``held.free`` of a chain (the others ``held``, as :class:`PairedAxes`'),
+    axes 2 and 3 meeting in a point P and axes 4 and 5 parallel, as 3-tuples of floats in the
+    root frame at the zero configuration: the axes ``h`` (six), points ``o`` on them (six),
+    ``p`` (P), the tip's zero pose ``R0`` (rows) and ``p0``, ``w3`` a unit vector at right
+    angles to axis 3; the indices ``held_index`` and ``free_index`` of the held joints and of
+    the six among the chain's.
+    """
+
+    held: ik_held.HeldJoints
+    h: tuple
+    o: tuple
+    p: tuple
+    R0: tuple
+    p0: tuple
+    w3: tuple
+    held_index: tuple
+    free_index: tuple
+
+    def solve_near(self, T_target, x_start, tolerance):
+        """As :meth:`PairedAxes.solve_near`: the configuration (m floats) on the branch of
+        ``x_start``'s six, at the root of ``f(q1)`` nearest it, or None.
+        """
+        x = x_start.tolist()
+        G = self.held.turned(T_target, [x[i] for i in self.held_index])
+        R, p = G[:3, :3].tolist(), G[:3, 3].tolist()
+        # K = M G^-1 = (R0 R^T, p0 - R0 R^T p), R0 R^T's columns R0 times R's rows.
+        columns = [_apply(self.R0, row) for row in R]
+        K = tuple(zip(*columns))
+        root = _LegTarget(self, K, _sub(self.p0, _apply(K, p)), ROOT * tolerance).root(
+            [x[i] for i in self.free_index])
+        if root is None:
+            return None
+        for i, q in zip(self.free_index, root):
+            x[i] = q
+        return x
+
+
+class _LegTarget:
+    """``f`` of one target for :class:`MeetingAndParallel`: ``K = M G^-1`` (a 3x3 rotation,
+    rows, and a 3-tuple), its roots within ``tolerance``.
+    """
+
+    def __init__(self, axes, K_R, K_p, tolerance):
+        self.axes, self.K_R, self.K_p, self.tolerance = axes, K_R, K_p, tolerance
+        h, o, p = axes.h, axes.o, axes.p
+        self.along = dot3(h[3], _sub(p, o[5]))                     # h4 . (P - o6)
+        self.p_o4 = _sub(p, o[3])
+        self.reach = math.sqrt(dot3(self.p_o4, self.p_o4))         # |P - o4|
+        self.o4_o5, self.o6_o5 = _sub(o[3], o[4]), _sub(o[5], o[4])
+        self.h23 = dot3(h[1], h[2])
+
+    def _y(self, c1, s1):
+        """``Y - o6`` for ``q1``'s cosine and sine."""
+        h, o = self.axes.h, self.axes.o
+        P1 = _add(o[0], rotate_cs(h[0], c1, s1, _sub(self.axes.p, o[0])))
+        return _sub(_add(_apply(self.K_R, P1), self.K_p), o[5])
+
+    def _q6s(self, y6):
+        """Subproblem 4's two ``q6`` and whether they are exact."""
+        h = self.axes.h
+        return sp4_one(h[3], y6, h[5], self.along)
+
+    def _q5s(self, q6, y6):
+        """Subproblem 3's two ``q5`` at ``q6``, whether exact, and ``e6 Y - o5``."""
+        h = self.axes.h
+        y5 = _add(self.o6_o5, rotate3(h[5], q6, y6))
+        q5s, exact = sp3_one(y5, self.o4_o5, h[4], self.reach)
+        return q5s, exact, y5
+
+    def _q4(self, q5, y5):
+        """Subproblem 1's ``q4``, turning ``e5 e6 Y`` onto P."""
+        h = self.axes.h
+        return sp1_one(_sub(rotate3(h[4], q5, y5), self.o4_o5), self.p_o4, h[3])
+
+    def _turned_back(self, v, c1, s1, q4, q5, q6):
+        """``R1^T K_R^T R6^T R5^T R4^T v``: ``R2 R3 v`` at a solution."""
+        h = self.axes.h
+        for k, q in ((h[3], q4), (h[4], q5), (h[5], q6)):
+            v = rotate3(k, -q, v)
+        return rotate_cs(h[0], c1, -s1, _apply_t(self.K_R, v))
+
+    def root(self, guess):
+        """The six angles at the root of ``f = h2 . R2 R3 h3 - h2 . h3`` on the branch nearest
+        ``guess`` (six angles), from its ``q1`` by the secant method, or None.
+        """
+        q1 = guess[0]
+        c1, s1 = math.cos(q1), math.sin(q1)
+        y6 = self._y(c1, s1)
+        branches = []                                  # (distance, i6, i5, (q4, q5, q6))
+        for i6, q6 in enumerate(self._q6s(y6)[0]):
+            q5s, _, y5 = self._q5s(q6, y6)
+            for i5, q5 in enumerate(q5s):
+                q456 = (self._q4(q5, y5), q5, q6)
+                branches.append((_distance(q456, guess[3:]), i6, i5, q456))
+        _, i6, i5, q456 = min(branches)
+        h, h3 = self.axes.h, self.axes.h[2]
+
+        def at(q1):
+            c1, s1 = math.cos(q1), math.sin(q1)
+            y6 = self._y(c1, s1)
+            q6s, e6 = self._q6s(y6)
+            q5s, e5, y5 = self._q5s(q6s[i6], y6)
+            q456 = (self._q4(q5s[i5], y5), q5s[i5], q6s[i6])
+            x = self._turned_back(h3, c1, s1, *q456)
+            return dot3(h[1], x) - self.h23, e6 and e5, (q1, c1, s1, q456, x)
+
+        f0 = dot3(h[1], self._turned_back(h3, c1, s1, *q456)) - self.h23
+        root = _secant(at, q1, f0, self.tolerance)
+        if root is None:
+            return None
+        q1, c1, s1, q456, x = root
+        q2 = sp1_one(h3, x, h[1])                      # R2 h3 = R2 R3 h3
+        w3 = self.axes.w3
+        q3 = sp1_one(w3, rotate3(h[1], -q2, self._turned_back(w3, c1, s1, *q456)), h3)
+        return (q1, q2, q3) + q456
 
 
 def _distance(angles, guess):
@@ -199,13 +347,15 @@ def _distance(angles, guess):
     return sum(((a - b + math.pi) % _TURN - math.pi) ** 2 for a, b in zip(angles, guess))
 
 
-def paired_axes(chain) -> Optional[PairedAxes]:
-    """The :class:`PairedAxes` of ``chain`` (:class:`~ros_dynamics.engine.ik_chain.Chain`)
-    -- six consecutive revolute joints whose axes 1 and 2, 3 and 4, 5 and 6 meet (within
-    :data:`EXACT`), the joints nearest the root held first where several sixes fit, as
-    :func:`~ros_dynamics.engine.ik_held.held_joints` -- or None. The three points must be
-    :data:`SEPARATION` apart, the axes of each pair :data:`CROSSING` apart, and subproblem 3
-    about axis 3 isolated (:func:`~.ik_analytic._isolated`).
+def paired_axes(chain) -> Optional[PairedAxes | MeetingAndParallel]:
+    """The :class:`PairedAxes` or :class:`MeetingAndParallel` of ``chain``
+    (:class:`~ros_dynamics.engine.ik_chain.Chain`), or None: six consecutive revolute joints
+    -- the joints nearest the root held first where several sixes fit, as
+    :func:`~ros_dynamics.engine.ik_held.held_joints` -- whose axes 1 and 2, 3 and 4, 5 and 6
+    meet (within :data:`EXACT`), the three points :data:`SEPARATION` apart, the axes of each
+    pair :data:`CROSSING` apart, and subproblem 3 about axis 3 isolated
+    (:func:`~.ik_analytic._isolated`); else whose axes 2 and 3 meet and 4 and 5 are parallel
+    (:func:`_meeting_and_parallel`).
     """
     for before, free, g in ik_held.sixes(chain, 6):
         points = [_meeting(g.h, g.o, i) for i in (0, 2, 4)]
@@ -225,7 +375,38 @@ def paired_axes(chain) -> Optional[PairedAxes]:
                           tuple((R0T @ g.h[5]).tolist()), tuple(w6.tolist()),
                           tuple((R0T @ w6).tolist()), tuple(np.flatnonzero(~free).tolist()),
                           tuple(np.flatnonzero(free).tolist()))
+    for before, free, g in ik_held.sixes(chain, 6):
+        found = _meeting_and_parallel(chain, before, free, g)
+        if found is not None:
+            return found
     return None
+
+
+def _meeting_and_parallel(chain, before, free, g):
+    """The :class:`MeetingAndParallel` of the six joints ``free`` of ``chain`` (``before``
+    joints before them, their :class:`~ros_dynamics.engine.ik_analytic.Geometry` ``g``), or
+    None: axes 2 and 3 must meet (within :data:`EXACT`) at :data:`CROSSING` or more, axes 4 and
+    5 be parallel (the sine of their angle within :data:`EXACT`) and :data:`SEPARATION` or
+    more apart, P as far from axis 4, and axis 6 :data:`CROSSING` from axis 4 (subproblem 4
+    about it then has isolated roots).
+    """
+    h, o = g.h, g.o
+    p = _meeting(h, o, 1)
+    if p is None or np.linalg.norm(np.cross(h[1], h[2])) < CROSSING or \
+            np.linalg.norm(np.cross(h[3], h[4])) > EXACT or \
+            min(np.linalg.norm(np.cross(h[3], v)) for v in (o[4] - o[3], p - o[3])) < \
+            SEPARATION or np.linalg.norm(np.cross(h[3], h[5])) < CROSSING:
+        return None
+    held = ik_held.hold(chain, None, np.flatnonzero(~free), before)
+
+    def floats(v):
+        return tuple(v.tolist())
+
+    return MeetingAndParallel(held, tuple(floats(v) for v in h), tuple(floats(v) for v in o),
+                              floats(p), tuple(floats(r) for r in g.R0), floats(g.p0),
+                              floats(ik_analytic._perpendicular(h[2])),
+                              tuple(np.flatnonzero(~free).tolist()),
+                              tuple(np.flatnonzero(free).tolist()))
 
 
 def _meeting(h, o, i):
