@@ -792,9 +792,10 @@ def test_chain_pose_and_jacobian_equal_the_whole_tree(robot):
 
 def test_a_chains_kept_seed_frames_follow_each_new_seed_across_threads():
     """:meth:`Chain.seed_frames` keeps the last seed's frames: a seed given again, after
-    another, gets its own (Pinocchio's pose), read-only; and solves alternating two seeds on
-    four threads -- one seed a robot at its target, the other far -- answer 'seed' for the one
-    and not for the other every time (a frame kept of the other seed would swap them).
+    another, gets its own (Pinocchio's pose), read-only, and whole numbers are not the float
+    with their bytes; and solves alternating two seeds on four threads -- one seed a robot at
+    its target, the other far -- answer 'seed' for the one and not for the other every time (a
+    frame kept of the other seed would swap them).
     """
     arm = Arm(erd('icub_description/robots/icub.urdf'), 'l_sole')
     chain = arm.solver.chain(arm.tip)
@@ -808,10 +809,15 @@ def test_a_chains_kept_seed_frames_follow_each_new_seed_across_threads():
             T[0, 3] = 1.0
         with pytest.raises(ValueError):
             frames[0][0, 3] = 1.0
+    ones, tiny = arm.model.middle_configuration(), arm.model.middle_configuration()
+    ones[chain.moved], tiny[chain.moved] = 1.0, 5e-324
+    for x, q in ((np.ones(len(chain.moved), dtype=np.int64), ones),
+                 (np.full(len(chain.moved), 5e-324), tiny)):
+        np.testing.assert_allclose(chain.seed_frames(x)[1], arm.pose(q), atol=1e-12)
     answers = []                                     # (seed's name, method, error [m])
 
     def solve_both():
-        for _ in range(50):
+        for _ in range(200):
             for name, q in (('at', q_at), ('far', q_far)):
                 result = arm.solver.solve(arm.tip, T_target, q, timeout=0.5)
                 answers.append((name, result.method if result.success else 'failed',
@@ -822,7 +828,7 @@ def test_a_chains_kept_seed_frames_follow_each_new_seed_across_threads():
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(answers) == 400 and max(e for _, _, e in answers) < 1e-5
+    assert len(answers) == 1600 and max(e for _, _, e in answers) < 1e-5
     assert {m for name, m, _ in answers if name == 'at'} == {'seed'}
     assert {m for name, m, _ in answers if name == 'far'} == {'analytic spherical_wrist'}
 

@@ -136,8 +136,10 @@ class IKSolver:
         generator = np.random.default_rng(rng)
         table = SeedTable(chain, chain.lower, chain.upper, int(samples), generator)
         # Six axes in pairs are searched over one angle only where that answers most
-        # targets from this table's starts (:data:`PAIRED_SHARE`).
-        pairs = ik_pairs.paired_axes(chain)
+        # targets from this table's starts (:data:`PAIRED_SHARE`), and no family answers
+        # (TALOS's legs fit :class:`~.ik_pairs.MeetingAndParallel` too).
+        pairs = None if self._family(chain, None, None) is not None else \
+            ik_pairs.paired_axes(chain)
         if pairs is not None and paired_share(self.model, chain, pairs, table,
                                               generator) < PAIRED_SHARE:
             pairs = None

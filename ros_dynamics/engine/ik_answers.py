@@ -411,14 +411,17 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     step ahead of the samples, :meth:`~ros_dynamics.engine.ik_seeds.SeedTable.starts`: their
     held values and branch), the root next to it, inside the limits and tolerances -- before the
     ``deadline`` (monotonic clock). None -- the numerical search then runs -- without a seed
-    table, when no start answers, and for a seed near the target by the seed table's measure
-    (:func:`_seed_near`, as held joints' seeds, :func:`_held_order`): the search's row from the
-    seed, pulled toward it across the task's null space, answers next to it (Baxter's arm, seeds
-    0.1 rad from their targets' configurations in every joint: 3 of 200 answers more than 0.5
-    rad from the seed; 26 by the search over one angle from the seed's held value and branch,
-    155 from the table's starts).
+    table, with less than :data:`TABLE_TIME` left (a start that fails costs about 0.1 ms of a
+    search that needs it: G1's leg at a 1 ms timeout lost 5 answers in 2,000), when no start
+    answers, and for a seed near the target by the seed table's measure (as
+    :func:`table_result`'s, :data:`TABLE_NEAR`): the search's row from the seed, pulled toward
+    it across the task's null space, answers next to it (Baxter's arm, seeds 0.1 rad from their
+    targets' configurations in every joint: 3 of 200 answers more than 0.5 rad from the seed;
+    26 by the search over one angle from the seed's held value and branch, 155 from the table's
+    starts; G1's leg, seeds 0.2 rad off: 48 of 600 answers more than 1.2 rad away within twice
+    the fourth sample's distance, 24 with this measure, as by the search alone).
     """
-    if table is None:
+    if table is None or deadline - time.monotonic() < TABLE_TIME:
         return None
     x_seed = q_seed[chain.moved]
     T_seed = chain.seed_frames(x_seed)[1]
@@ -426,14 +429,23 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     if p_err <= WARM_DISTANCE and o_err <= WARM_ANGLE:
         return None
     starts, d2 = table.starts(PoseError(T_target), T_target, PAIRED_STARTS, distances=True)
-    if _seed_near(T_seed, T_target, d2):
+    if feature_distance2(T_seed, T_target) <= TABLE_NEAR ** 2 * d2[:NEAR_RANK][-1]:
         return None
+    return _from_starts(model, chain, pairs, starts, T_target, q_seed, p_tol, o_tol, deadline)
+
+
+def _from_starts(model, chain, pairs, starts, T_target, q_seed, p_tol, o_tol, deadline):
+    """:func:`paired_result` from the seed table's ``starts`` (k, m), wrapped and clipped into
+    the limits here, whatever the seed.
+    """
     chain.wrap(starts)
     np.clip(starts, chain.clip_lower, chain.clip_upper, out=starts)
     joints = ', '.join(model.q_names[i] for i in chain.moved[pairs.held.held])
     method = f'paired axes, {joints} held' if joints else 'paired axes'
-    x_seed = x_seed.tolist()
+    x_seed = q_seed[chain.moved].tolist()
     for k, x in enumerate(starts):
+        if time.monotonic() >= deadline:
+            break
         q = pairs.solve_near(T_target, x, min(p_tol, o_tol))
         turned = q and _turned_into_limits(q, x_seed, chain.float_limits)
         if turned:
@@ -443,20 +455,20 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
             if p_err <= p_tol and o_err <= o_tol:
                 return IKResult(q, True, p_err, o_err, 0, k + 1, f'{method}: 1 solution',
                                 solutions=[q.copy()], method=method)
-        if time.monotonic() >= deadline:
-            break
     return None
 
 
 def paired_share(model, chain, pairs, table, rng, targets=50):
     """The share of ``targets`` random reachable targets -- the chain's joints drawn inside
     their limits (a turn when unbounded) by ``rng``, seed mid-range, tolerances 1e-5 -- that
-    :func:`paired_result` answers from ``table``'s starts.
+    :func:`paired_result` answers from ``table``'s starts (wherever the seed: where it is near,
+    the search from it answers instead, but that says nothing of the search over one angle).
     """
     X = rng.uniform(chain.lower, chain.upper, size=(targets, len(chain.moved)))
     q_seed = model.middle_configuration()
-    return sum(paired_result(model, chain, pairs, table, T, q_seed, 1e-5, 1e-5, math.inf)
-               is not None for T in chain.poses(X)) / targets
+    return sum(_from_starts(model, chain, pairs, table.starts(PoseError(T), T, PAIRED_STARTS), T,
+                            q_seed, 1e-5, 1e-5, math.inf) is not None
+               for T in chain.poses(X)) / targets
 
 
 #: Seed-table starting points :func:`paired_result` tries: on Baxter's arm (400 random
@@ -520,9 +532,9 @@ TABLE_STARTS, TABLE_ITERATIONS, TABLE_CUT = 2, 5, 0.5
 #: iterations) brought that to 4 but cost mid-range seeds 30-70 % on G1's leg and TIAGo Pro's
 #: arm.
 TABLE_NEAR = 3.0
-#: [s] With less time than this left, :func:`table_result` leaves all of it to the search (a
-#: 1 ms timeout: 173-175 of 200 G1 leg targets answered after the two starts, 198-199 by the
-#: search alone).
+#: [s] With less time than this left, :func:`table_result` and :func:`paired_result` leave
+#: all of it to the search (a 1 ms timeout: 173-175 of 200 G1 leg targets answered after the
+#: two starts, 198-199 by the search alone).
 TABLE_TIME = 2e-3
 
 

@@ -231,8 +231,11 @@ class Chain:
         limits by default, or a planner's fixed one -- computes its frames once (7-8 us of
         iCub's leg's 0.1 ms solve, whose answer's branch-jump guard needs the seed's pose). A
         new seed replaces the pair whole, so threads sharing the chain read one pair or the
-        other, each of its seed.
+        other, each of its seed. A seed that changes every solve (a robot tracking its target)
+        pays about 1.5 us more than :meth:`frames_one`.
         """
+        if x.dtype != np.float64:            # an int's bytes are a tiny float's: not one key
+            x = x.astype(np.float64)
         key = x.tobytes()
         last = self._last_seed
         if last[0] == key:
