@@ -417,11 +417,11 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     search then runs -- without a seed table, when no start answers, and for a seed near the
     target by the seed table's measure (as :func:`table_result`'s, :data:`TABLE_NEAR`): the
     search's row from the seed, pulled toward it across the task's null space, answers next to
-    it (Baxter's arm, seeds 0.1 rad from their
-    targets' configurations in every joint: 3 of 200 answers more than 0.5 rad from the seed;
-    26 by the search over one angle from the seed's held value and branch, 155 from the table's
-    starts; G1's leg, seeds 0.2 rad off: 48 of 600 answers more than 1.2 rad away within twice
-    the fourth sample's distance, 24 with this measure, as by the search alone).
+    it (Baxter's arm, seeds 0.1 rad from their targets' configurations in every joint: 3 of 200
+    answers more than 0.5 rad from the seed; 26 by the search over one angle from the seed's
+    held value and branch, 155 from the table's starts; G1's leg, seeds 0.2 rad off: 48 of 600
+    answers more than 1.2 rad away within twice the fourth sample's distance, 24 with this
+    measure, as by the search alone).
     """
     if table is None:
         return None
@@ -431,7 +431,7 @@ def paired_result(model, chain, pairs, table, T_target, q_seed, p_tol, o_tol, de
     if p_err <= WARM_DISTANCE and o_err <= WARM_ANGLE:
         return None
     starts, d2 = table.starts(PoseError(T_target), T_target, PAIRED_STARTS, distances=True)
-    if feature_distance2(T_seed, T_target) <= TABLE_NEAR ** 2 * d2[:NEAR_RANK][-1]:
+    if _near_by_table(T_seed, T_target, d2):
         return None
     return _from_starts(model, chain, pairs, starts, T_target, q_seed, p_tol, o_tol, deadline)
 
@@ -498,8 +498,7 @@ def table_result(chain, table, T_target, q_seed, seed_pose, p_tol, o_tol, deadli
     starts, d2 = table.starts(PoseError(T_target), T_target, BATCH - 1, distances=True)
     chain.wrap(starts)
     np.clip(starts, chain.clip_lower, chain.clip_upper, out=starts)
-    if feature_distance2(seed_pose[1], T_target) <= TABLE_NEAR ** 2 * d2[:NEAR_RANK][-1] or \
-            deadline - time.monotonic() < TABLE_TIME:
+    if _near_by_table(seed_pose[1], T_target, d2) or deadline - time.monotonic() < TABLE_TIME:
         return None, starts
     limits = (chain.clip_lower, chain.clip_upper)
     x_seed = q_seed[chain.moved].tolist()
@@ -527,12 +526,12 @@ def table_result(chain, table, T_target, q_seed, seed_pose, p_tol, o_tol, deadli
 #: TABLE_ITERATIONS iterations, each cutting the cost to TABLE_CUT of it or less.
 TABLE_STARTS, TABLE_ITERATIONS, TABLE_CUT = 2, 5, 0.5
 #: A seed within this many times the feature distance of the seed table's :data:`NEAR_RANK`-th
-#: nearest sample is near its target for :func:`table_result`, which then leaves it to the
-#: search's row from the seed (its answer next to the seed). Farther seeds are not: G1's leg
-#: (searched numerically then) answered 16 of 100 seeds 0.5 rad off in every joint more than
-#: 1.2 rad from them (the search alone about 10 %); iterating such seeds alone first (up to 12
-#: iterations) brought that to 4 but cost mid-range seeds 30-70 % on G1's leg and TIAGo Pro's
-#: arm.
+#: nearest sample is near its target for :func:`table_result` and :func:`paired_result`
+#: (:func:`_near_by_table`), which then leave it to the search's row from the seed (its answer
+#: next to the seed). Farther seeds are not: G1's leg (searched numerically then) answered 16
+#: of 100 seeds 0.5 rad off in every joint more than 1.2 rad from them (the search alone about
+#: 10 %); iterating such seeds alone first (up to 12 iterations) brought that to 4 but cost
+#: mid-range seeds 30-70 % on G1's leg and TIAGo Pro's arm.
 TABLE_NEAR = 3.0
 #: [s] With less time than this left, :func:`table_result` leaves all of it to the search (a
 #: 1 ms timeout: 173-175 of 200 G1 leg targets answered after the two starts, 198-199 by the
@@ -607,6 +606,15 @@ def _nearer_than_table(table, T_seed, T_target):
         return False
     _, d2 = table.nearest(T_target, NEAR_RANK, distances=True)
     return d2_seed <= d2[-1]
+
+
+def _near_by_table(T_seed, T_target, d2):
+    """Whether the seed's pose ``T_seed`` (4, 4) is near ``T_target`` (4, 4) for
+    :func:`table_result` and :func:`paired_result`: within :data:`TABLE_NEAR` times the feature
+    distance of the seed table's :data:`NEAR_RANK`-th nearest sample (the squared distances of
+    the nearest, ``d2`` (k,)).
+    """
+    return feature_distance2(T_seed, T_target) <= TABLE_NEAR ** 2 * d2[:NEAR_RANK][-1]
 
 
 def _seed_near(T_seed, T_target, d2):
