@@ -436,6 +436,36 @@ def test_a_robot_with_joints_at_their_limits_asked_for_where_it_is_stays(relativ
         assert np.all(result.q <= a.model.upper_limits)
 
 
+@pytest.mark.parametrize('side', ['lower', 'upper'])
+def test_an_elbow_folded_at_a_limit_a_hair_short_of_pi_keeps_the_robots_own_branch(side):
+    """UR3's gripper description limits every joint to +-3.14159265, 3.6e-9 short of pi: with
+    the elbow folded at that limit, subproblem 3's arccos gives pi, 3.6e-9 past it, and that
+    branch was left out whenever another was inside -- a robot asked for where it is was
+    answered 2.9 rad away (a review: 7 of 40 targets with one joint at a limit). Clipped in
+    and checked on the chain, the robot's own configuration comes first; every solution
+    reaches the target on Pinocchio's pose, inside the limits.
+    """
+    a = Arm(erd('ur_description/urdf/ur3_gripper.urdf'), 'tool0')
+    moved = a.solver.chain('tool0').moved
+    lower, upper = a.model.lower_limits, a.model.upper_limits
+    assert upper[moved[2]] == 3.14159265 and -lower[moved[2]] == 3.14159265
+    rng = np.random.default_rng(21)
+    tried = 0
+    while tried < 20:
+        q = a.random_q(rng)
+        q[moved[2]] = lower[moved[2]] if side == 'lower' else upper[moved[2]]
+        if a.solver.family('tool0').any_singular([q[moved]]):
+            continue
+        tried += 1
+        T = a.pose(q)
+        result = a.solver.solve('tool0', T, q, max_solutions=100)
+        assert result.method == 'analytic three_parallel', result.message
+        np.testing.assert_allclose(result.q, q, rtol=0, atol=1e-6)
+        for s in result.solutions:
+            assert_solves(a, s, T, 1e-5)
+            assert np.all(s >= lower) and np.all(s <= upper)
+
+
 def test_a_leg_with_four_joints_at_their_limits_is_solved_in_closed_form():
     """human.urdf's leg (a spherical wrist at the ankle read backwards): hip pitch and knee at
     their upper limits, the ankle's two at their lower ones, the hip's others at zero -- the

@@ -191,8 +191,8 @@ def test_a_seed_next_to_the_wrist_singularity_converges_to_the_nearest_solution(
                        options={'ftol': 1e-14, 'maxiter': 200})
     assert nearest.success and np.abs(pose_error(nearest.x)).max() < 1e-9
     assert np.abs(nearest.x - seed[moved]).max() > 0.2
-    for k in range(6):
-        result = arm.solver.solve('wheel_1', T[39], seed, max_solutions=1, rng=k)
+    for k in range(6):      # 3.5 ms of the default 5 on a slow host: the time is not the point
+        result = arm.solver.solve('wheel_1', T[39], seed, max_solutions=1, rng=k, timeout=0.05)
         assert result.success, result.message
         assert np.abs(arm.pose(result.q) - T[39]).max() < 1e-5
         assert np.abs(result.q[moved] - nearest.x).max() < 0.03

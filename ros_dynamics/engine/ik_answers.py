@@ -900,11 +900,14 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     """:func:`ranked` in Python floats for ``candidates``, ``(q, exact)`` pairs of the
     values of ``chain.moved`` -- or ``(q, True, (position_error, orientation_error))``
     triples already checked on the chain (:func:`_polished`); None when none is exact and
-    inside the limits, or the best one's error is above a tolerance. With ``clip``, where none
-    is inside, those a tangency's rounding puts a hair past a limit are clipped in -- not a
-    snapped geometry's, polished only to the tolerance: past a limit by a snapping, they go
-    the general way, which polishes them to rounding (a clipped one of another branch won
-    over the seed's own there). A solution clipped into the limits, or that comes twice
+    inside the limits, or the best one's error is above a tolerance. With ``clip``, those a
+    tangency's rounding puts a hair past a limit (up to ``TANGENT_SLACK``) are clipped in
+    beside the others (UR3's elbow folded at its limit of 3.14159265: the arccos gives pi,
+    3.6e-9 past it, and the seed's own branch was lost for one 2.9 rad away when only the
+    branches inside none were clipped) -- not a snapped geometry's, polished only to the
+    tolerance: past a limit by a snapping, they go the general way, which polishes them to
+    rounding (a clipped one of another branch won over the seed's own there). A solution
+    clipped into the limits, or that comes twice
     unchecked (a tangency's), is checked on the chain -- and every one when a tolerance is
     below :data:`ROUNDING`.
     """
@@ -913,19 +916,15 @@ def _ranked_one(model, chain, candidates, T_target, q_seed, p_tol, o_tol, max_so
     tight = min(p_tol, o_tol) < ROUNDING
     ranked = []
     for candidate in candidates:
-        turned = _turned_into_limits(candidate[0], x_seed, limits) if candidate[1] else None
+        if not candidate[1]:
+            continue
+        turned = _turned_into_limits(candidate[0], x_seed, limits)
+        if turned is None and clip:      # a hair past a limit at a tangency: clipped, checked
+            turned = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK)
         if turned is not None:
             x, clipped = turned
             # A clipped one's pose moved: checked below (None), its errors are another's.
             ranked.append((math.dist(x, x_seed), x, None if clipped else candidate[2:]))
-    if not ranked and clip:              # a hair past a limit at a tangency: confirmed, clipped
-        for candidate in candidates:
-            turned = _turned_into_limits(candidate[0], x_seed, limits, TANGENT_SLACK) \
-                if candidate[1] else None
-            x = turned and turned[0]
-            errors = _errors_one(chain.pose(np.array(x)), T_target) if x is not None else None
-            if errors is not None and errors[0] <= p_tol and errors[1] <= o_tol:
-                ranked.append((math.dist(x, x_seed), x, (errors,)))
     ranked.sort(key=lambda r: r[0])
     found, distances, checked = [], [], []
     twins = set()
