@@ -603,3 +603,34 @@ def test_a_path_from_huge_seeds_on_continuous_joints_is_checked_where_it_is_retu
             if not near:
                 assert 'within a turn of zero' in result.message, result.message
                 assert np.abs(result.q[:, rolls]).max() <= 2 * np.pi
+
+
+def test_a_redundant_arms_path_takes_the_solution_next_to_the_last_where_one_answer_jumps():
+    """Baxter's right arm where a 100-pose line (made by Pinocchio from a straight joint-space
+    motion, a review's) had taken it by pose 85, and that line's pose 86: one solve seeded
+    there answers 1.1-4.1 rad away -- its first converging start is not the seed's -- and the
+    path failed, 'the branch must change'. A solution lies 0.1 rad away, which the seed's own
+    iteration reaches through a pose halfway: the path takes it, and every pose is reached on
+    Pinocchio's pose, inside the limits.
+    """
+    arm = Arm(erd(BAXTER), 'right_gripper')
+    moved = arm.solver.chain('right_gripper').moved
+    q_a, q_b = arm.model.middle_configuration(), arm.model.middle_configuration()
+    q_a[moved] = [1.288821363147862, -1.5150923078794412, -0.2792085364771082,
+                  1.9517654018141941, 1.2683555316984672, 0.45751820513921926,
+                  1.8785058796956564]
+    q_b[moved] = [-0.1136002241484686, -0.01509230787944116, 0.02233093271099396,
+                  0.8518708985794794, 1.9994782680031316, -0.17464601116734824,
+                  2.1090526379265206]
+    target = arm.pose(q_a + 86 / 99 * (q_b - q_a))
+    prev = arm.model.middle_configuration()
+    prev[moved] = [0.351792267075598, -0.14464333866558182, -0.5345203200811008,
+                   0.9776622716951489, 1.4145375718618753, 0.1742533662573674,
+                   3.03870905309343]
+    one = arm.solver.solve('right_gripper', target, prev, max_solutions=1)
+    assert one.success and np.abs(one.q - prev).max() > ik_path.DEFAULT_MAX_JOINT_STEP
+    T = np.array([arm.pose(prev), target])
+    result = arm.solver.solve_path('right_gripper', T, prev)
+    assert result.success, result.message
+    assert np.abs(np.diff(result.q, axis=0)).max() == result.max_joint_step < 0.15
+    check_path(arm, result.q, T, 1e-5)
