@@ -466,6 +466,36 @@ def test_an_elbow_folded_at_a_limit_a_hair_short_of_pi_keeps_the_robots_own_bran
             assert np.all(s >= lower) and np.all(s <= upper)
 
 
+def test_a_limited_ur10_at_its_wrist_singularity_keeps_the_branch_the_target_came_from():
+    """UR10's limited description (every joint within +-pi), joint 5 at 0, seed mid-range: the
+    split of the continuum can place the wrist's point beyond the elbow's reach, and the
+    branch the target came from was dropped -- every solution farther from the seed than the
+    target's own configuration, 12 of 300 by more than 0.1 rad (0.4-3.2; a review's). Its
+    point is now moved within reach: at most 3 of 300, by at most 0.3 rad, and every solution
+    reaches the target on Pinocchio's pose inside the limits.
+    """
+    a = Arm(erd(ANALYTIC[3][0]), 'tool0')
+    moved = a.solver.chain('tool0').moved
+    lower, upper = a.model.lower_limits, a.model.upper_limits
+    assert np.all(upper[moved] <= 3.2) and np.all(lower[moved] >= -3.2)
+    seed = a.model.middle_configuration()
+    rng = np.random.default_rng(11)
+    farther = []
+    for _ in range(300):
+        q = a.random_q(rng)
+        q[moved[4]] = 0.0
+        T = a.pose(q)
+        result = a.solver.solve('tool0', T, seed, max_solutions=100, timeout=0.05)
+        assert result.success, result.message
+        for s in result.solutions:
+            assert_solves(a, s, T, 1e-5)
+            assert np.all(s >= lower) and np.all(s <= upper)
+        nearest = min(np.linalg.norm(s - seed) for s in result.solutions)
+        farther.append(nearest - np.linalg.norm(q - seed))
+    farther = np.array(farther)
+    assert np.count_nonzero(farther > 0.1) <= 3 and farther.max() <= 0.35, np.sort(farther)[-5:]
+
+
 def test_a_leg_with_four_joints_at_their_limits_is_solved_in_closed_form():
     """human.urdf's leg (a spherical wrist at the ankle read backwards): hip pitch and knee at
     their upper limits, the ankle's two at their lower ones, the hip's others at zero -- the
