@@ -208,7 +208,8 @@ def test_seeds_tenths_of_a_radian_off_are_answered_next_to_them(relative, tip, o
         T = arm.pose(q)
         seed = q.copy()
         seed[chain.moved] += off * rng.choice([-1.0, 1.0], len(chain.moved))
-        result = arm.solver.solve(tip, T, seed, rng=i)
+        # 50 ms: a loaded host's search outran the default 5 ms; the time is not the point.
+        result = arm.solver.solve(tip, T, seed, rng=i, timeout=0.05)
         assert result.success, result.message
         searched += result.method == 'numerical'
         near += np.abs(result.q - seed).max() < 0.5

@@ -634,3 +634,34 @@ def test_a_redundant_arms_path_takes_the_solution_next_to_the_last_where_one_ans
     assert result.success, result.message
     assert np.abs(np.diff(result.q, axis=0)).max() == result.max_joint_step < 0.15
     check_path(arm, result.q, T, 1e-5)
+
+
+@pytest.mark.parametrize('timeout', [0.003, 0.015, 0.05])
+def test_a_redundant_arms_path_keeps_its_budget_and_says_when_it_ran_out(timeout):
+    """PR2's right arm on lines leaving the workspace (2 m) and Baxter's spinning its tool two
+    whole turns: a path that fails returns by its ``timeout`` (plus a solve's overrun), and one
+    cut short says the time budget ran out. A review's: the pose-by-pose search reused the
+    time left from before the previous solve (PR2's paths 74-94 ms for 50), and a jump found
+    as the deadline passed was reported as 'the branch must change' (34 of 120 spins).
+    """
+    from scipy.spatial.transform import Rotation as R
+    rng = np.random.default_rng(0)
+    for relative, tip in ((PR2, 'r_gripper_tool_frame'), (BAXTER, 'right_gripper')):
+        arm = Arm(erd(relative), tip)
+        for _ in range(4):
+            q0 = arm.random_q(rng)
+            T0 = arm.pose(q0)
+            T = np.repeat(T0[None], 100, axis=0)
+            if relative == PR2:
+                d = rng.normal(size=3)
+                T[:, :3, 3] += 2.0 * np.linspace(0, 1, 100)[:, None] * d / np.linalg.norm(d)
+            else:
+                spin = R.from_rotvec(np.linspace(0, 4 * np.pi, 100)[:, None] * [0, 0, 1])
+                T[:, :3, :3] = T0[:3, :3] @ spin.as_matrix()
+            start = time.monotonic()
+            result = arm.solver.solve_path(tip, T, q0, timeout=timeout)
+            elapsed = time.monotonic() - start
+            assert elapsed <= timeout + 0.025
+            if not result.success and elapsed >= timeout:
+                assert 'the time budget ran out' in result.message, result.message
+            check_path(arm, result.q[:result.solved], T[:result.solved], 1e-5)

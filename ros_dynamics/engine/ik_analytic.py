@@ -970,7 +970,7 @@ def _within_reach(v, base, arm, q14):
     p34_across = _sub(p34, _scaled(dot3(h3, p34), h3))
     sigma = math.hypot(dot3(p23, p34_across), dot3(p23, _cross3(h3, p34_across)))
     m = dot3(p23, p23) + dot3(p34, p34) + 2.0 * dot3(p23, _sub(p34, p34_across))
-    if rho < _CLOSE:
+    if not rho > 0.0:                   # the point's distance from axis 2 fixed: as it is
         return q14
     # cos(q - phi) within [low, high]: q - phi in +-[acos(high), acos(low)].
     low, high = (k - m - 2.0 * sigma) / (2.0 * rho), (k - m + 2.0 * sigma) / (2.0 * rho)

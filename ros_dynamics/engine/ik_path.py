@@ -612,12 +612,13 @@ def _nearer_answer(solver, tip, T_prev, T_target, prev, p_tol, o_tol, active_joi
     whose own iteration did not reach it in one go (a review: Baxter's right arm on a line
     made from a straight joint-space motion failed at pose 86 of 100, 'the branch must
     change', 4.09 rad, where a solution lay 0.1 rad from the previous answer near the arm's
-    singularity; 3 of 40 such paths on Baxter, 4 of 30 on TALOS's arm, 2 of 30 on PR2's and
-    TIAGo Pro's). So the pose is approached through :data:`FOLLOW_SPLITS` poses between
+    singularity). So the pose is approached through :data:`FOLLOW_SPLITS` poses between
     (position along the line, rotation about one axis), each solved from the last answer and
     none moving a joint past ``step``; where that fails, the one of
     :data:`FOLLOW_SOLUTIONS` solutions of one solve seeded at ``prev`` that moves the joints
-    least. Times out with the ``deadline`` (monotonic clock).
+    least. By the ``deadline`` (monotonic clock): cut short there, ``jumped`` comes back
+    marked timed out (the path then says its time budget ran out, not that the branch must
+    change).
     """
     bound = float(np.abs(jumped.q - prev).max())
     turn = log_so3(T_prev[:3, :3].T @ T_target[:3, :3])
@@ -626,7 +627,7 @@ def _nearer_answer(solver, tip, T_prev, T_target, prev, p_tol, o_tol, active_joi
         for s in np.arange(1, splits + 2) / (splits + 1):
             left = deadline - time.monotonic()
             if left <= 0:
-                return jumped
+                return replace(jumped, timed_out=True)
             T_s = T_target.copy()
             if s < 1.0:
                 T_s[:3, :3] = T_prev[:3, :3] @ exp_so3(s * turn)
@@ -642,21 +643,22 @@ def _nearer_answer(solver, tip, T_prev, T_target, prev, p_tol, o_tol, active_joi
             return answer
     left = deadline - time.monotonic()
     if left <= 0:
-        return jumped
+        return replace(jumped, timed_out=True)
     several = solver.solve(tip, T_target, prev, position_tolerance=p_tol,
                            orientation_tolerance=o_tol, timeout=min(left, 0.05),
                            active_joints=active_joints, max_solutions=FOLLOW_SOLUTIONS)
-    if not several.success:
-        return jumped
     moves = [float(np.abs(q - prev).max()) for q in several.solutions]
-    k = int(np.argmin(moves))
-    if moves[k] >= bound:
-        return jumped
-    # Its errors: a seed that reaches its target is the answer.
-    nearest = solver.solve(tip, T_target, several.solutions[k], position_tolerance=p_tol,
-                           orientation_tolerance=o_tol, timeout=min(left, 0.05),
-                           active_joints=active_joints, max_solutions=1)
-    return nearest if nearest.success and np.abs(nearest.q - prev).max() < bound else jumped
+    k = int(np.argmin(moves)) if moves else 0
+    left = deadline - time.monotonic()
+    if moves and moves[k] < bound and left > 0:
+        # Its errors: a seed that reaches its target is the answer.
+        nearest = solver.solve(tip, T_target, several.solutions[k], position_tolerance=p_tol,
+                               orientation_tolerance=o_tol, timeout=min(left, 0.05),
+                               active_joints=active_joints, max_solutions=1)
+        if nearest.success and np.abs(nearest.q - prev).max() < bound:
+            return nearest
+    # Cut short by the deadline, the jump says so (not that the branch must change).
+    return replace(jumped, timed_out=True) if time.monotonic() >= deadline else jumped
 
 
 def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, deadline,
@@ -685,7 +687,9 @@ def _pose_by_pose(solver, tip, T, q_seed, p_tol, o_tol, step, active_joints, dea
             break
         r = solver.solve(tip, T[n], prev, position_tolerance=p_tol, orientation_tolerance=o_tol,
                          timeout=min(left, 0.05), active_joints=active_joints, max_solutions=1)
-        if weights is not None and (not r.success or np.abs(r.q - prev).max() > step):
+        left = deadline - time.monotonic()
+        if weights is not None and left > 0 and (not r.success or
+                                                 np.abs(r.q - prev).max() > step):
             # The held joints at the previous answer's values (and, failing that, the previous
             # answer iterated: the closed form's far branches joined) did not follow; the
             # numerical search alone moves every joint from the start.
